@@ -1,0 +1,25 @@
+----------------------------- MODULE MCMCSLock -----------------------------
+(***************************************************************************)
+(* Models of MCSLock.tla for TLC, and its mutants: deliberately broken    *)
+(* copies of one action each, swapped in by a cfg line such as            *)
+(*   CONSTANT HolderReleaseCas <- MutantReleaseClearTail                  *)
+(* Each mutant model in specs/models.json must be caught.                 *)
+(***************************************************************************)
+EXTENDS MCSLock
+
+\* Mutant (c), the classic MCS unlock bug and the paper's own description of
+\* UNLOCK: with no visible successor, clear the tail without a CAS, so a
+\* successor that has swapped the tail but not yet linked is never woken.
+MutantReleaseClearTail(p) ==
+    /\ pc[p] = "unlockCas"
+    /\ tail' = Nil
+    /\ ghostQ' = Tail(ghostQ)
+    /\ Goto(p, "idle")
+    /\ UNCHANGED <<next, spin, pred>>
+
+\* A waiter that stops checking its spin flag (CHECKACQUIRED always true).
+MutantAcquireWithoutSpin(p) ==
+    /\ pc[p] = "spin"
+    /\ Goto(p, "cs")
+    /\ UNCHANGED <<tail, next, spin, pred, ghostQ>>
+=============================================================================

@@ -1,0 +1,99 @@
+----------------------------- MODULE MCStealDB -----------------------------
+(***************************************************************************)
+(* Workloads for StealDB.tla, and its mutants.  Each cfg picks a workload *)
+(* by substituting Rec and Prog, and a mutant by substituting one action. *)
+(* Records are tuples so that a transaction's private records permute    *)
+(* with it under symmetry: <<t, k>> is t's k-th private record.          *)
+(***************************************************************************)
+EXTENDS StealDB, TLC
+CONSTANTS t1, t2, t3   \* model values naming the transactions of the fixed workloads
+
+Op(r, d, w, a) == [rec |-> r, deps |-> d, write |-> w, mayAbort |-> a]
+TxnSymmetry == Permutations(Txn)
+
+Hot == <<"hot", 0>>
+A == <<"a", 0>>
+B == <<"b", 0>>
+C == <<"c", 0>>
+
+\* Micro-benchmark shape (Section 4.2): every transaction increments the hot
+\* record first, then two private records that depend only on it and are
+\* the work waiters steal.  The last op may hit a user abort.
+HotRec == {Hot} \cup (Txn \X {1, 2})
+HotProg == [t \in Txn |-> << Op(Hot, {}, TRUE, FALSE),
+                             Op(<<t, 1>>, {1}, TRUE, FALSE),
+                             Op(<<t, 2>>, {1}, TRUE, TRUE) >>]
+
+\* Larger, for manual runs: a third private record per transaction.
+HotFourOpsRec == {Hot} \cup (Txn \X {1, 2, 3})
+HotFourOpsProg == [t \in Txn |-> << Op(Hot, {}, TRUE, FALSE),
+                                    Op(<<t, 1>>, {1}, TRUE, FALSE),
+                                    Op(<<t, 2>>, {1}, TRUE, FALSE),
+                                    Op(<<t, 3>>, {1}, TRUE, TRUE) >>]
+
+\* Two transactions take two records in opposite orders: the textbook 2PL
+\* deadlock, with a private op each to steal; T1's may hit a user abort.
+OppositeRec == {A, B} \cup (Txn \X {1})
+OppositeProg ==
+    (t1 :> << Op(A, {}, TRUE, FALSE), Op(B, {1}, TRUE, FALSE), Op(<<t1, 1>>, {1}, TRUE, TRUE) >>) @@
+    (t2 :> << Op(B, {}, TRUE, FALSE), Op(A, {1}, TRUE, FALSE), Op(<<t2, 1>>, {1}, TRUE, FALSE) >>)
+
+\* Sorted lock order broken by stealing (Section 5): every transaction
+\* locks in the order A < B < C.  T1 locks A, then B and C in parallel; its
+\* own worker takes B first.  T2 waits on A and steals T1's C.  T3 locks B
+\* then C.  Without stealing no cycle can form.
+LockOrderRec == {A, B, C} \cup (Txn \X {1})
+LockOrderProg ==
+    (t1 :> << Op(A, {}, TRUE, FALSE), Op(B, {1}, TRUE, FALSE), Op(C, {1}, TRUE, FALSE) >>) @@
+    (t2 :> << Op(A, {}, TRUE, FALSE), Op(<<t2, 1>>, {1}, TRUE, FALSE) >>) @@
+    (t3 :> << Op(B, {}, TRUE, FALSE), Op(C, {1}, TRUE, FALSE) >>)
+
+\* One transaction ahead of two waiters on two different records: both
+\* waiters' predecessor is T1, so both read T1's one steal-context word.
+TwoHotRec == {A, B} \cup (Txn \X {1, 2})
+TwoHotProg ==
+    (t1 :> << Op(A, {}, TRUE, FALSE), Op(B, {1}, TRUE, FALSE),
+              Op(<<t1, 1>>, {1}, TRUE, FALSE), Op(<<t1, 2>>, {1}, TRUE, FALSE) >>) @@
+    (t2 :> << Op(A, {}, TRUE, FALSE) >>) @@
+    (t3 :> << Op(B, {}, TRUE, FALSE) >>)
+
+-----------------------------------------------------------------------------
+(* Mutants: a deliberately broken copy of one step each. *)
+
+\* (a) The paper's STEALOP: read Tp.stealCtx, clear it in a later step.
+MutantStealTakeNonAtomic(w) == PaperStealRead(w) \/ PaperStealClear(w)
+
+\* (b) The check phase without CAS: test op.tid, then set it in a later step.
+MutantClaimCheckThenSet(w) ==
+    LET f == Top(w) IN LET o == f.op IN
+    /\ Busy(w) /\ f.pc \in {"check", "claim"}
+    /\ IF f.pc = "check"
+         THEN IF opTid[o] = Owner(o) THEN Goto(w, "claim") ELSE PopTop(w)
+         ELSE Goto(w, "lock")
+    /\ opTid' = IF f.pc = "claim" THEN [opTid EXCEPT ![o] = Bot] ELSE opTid
+    /\ UNCHANGED <<opStatus, rq, cursor, stealCtx, lockQ, phase, store, reads, execCount, released, gen>>
+
+\* (d) Release the op's lock as soon as it has executed, before commit.
+MutantExecuteAndRelease(w) ==
+    LET t == Owner(Top(w).op) IN LET r == RecOf(Top(w).op) IN
+    /\ ExecuteOp(w)
+    /\ lockQ' = [lockQ EXCEPT ![r] = SelectSeq(@, LAMBDA x : x # t)]
+    /\ released' = [released EXCEPT ![t] = TRUE]
+
+\* A timed-out waiter that takes its lock context out of the queue (an
+\* abortable queue lock), instead of leaving it for the owner to release.
+MutantTimeoutCancelsContext(w) ==
+    LET o == Top(w).op IN
+    /\ Busy(w) /\ Top(w).pc = "wait" /\ ~Acquired(o)
+    /\ opStatus' = [opStatus EXCEPT ![o] = "aborted"]
+    /\ PopTop(w)
+    /\ lockQ' = [lockQ EXCEPT ![RecOf(o)] = SelectSeq(@, LAMBDA x : x # Owner(o))]
+    /\ UNCHANGED <<opTid, rq, cursor, stealCtx, phase, store, reads, execCount, released, gen>>
+
+\* (e) A waiter that stops waiting once it has nothing left to steal, lock or no lock.
+MutantProceedWithoutLock(w) ==
+    LET f == Top(w) IN
+    /\ Busy(w) /\ f.pc = "wait"
+    /\ Goto(w, "exec")
+    /\ UNCHANGED <<opTid, opStatus, rq, cursor, stealCtx, lockQ, phase, store, reads, execCount, released, gen>>
+=============================================================================

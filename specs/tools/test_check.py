@@ -1,0 +1,173 @@
+"""Tests of the spec runner's own logic: verdicts, manifest errors, TLC lookup.
+
+They need no TLC: they feed check.py the texts TLC prints (as recorded in
+shared/TLC-NOTES.md) and broken manifests.  Run: python3 -m unittest discover -s specs/tools
+"""
+
+import contextlib
+import io
+import json
+import os
+import tempfile
+import unittest
+from pathlib import Path
+from unittest import mock
+
+import check
+
+DONE = ("Model checking completed. No error has been found.\n"
+        "1,234 states generated, 567 distinct states found, 0 states left on queue.\n"
+        "The depth of the complete state graph search is 12.\n")
+
+
+class Workspace:
+    """A throw-away specs folder with a manifest and cfg files."""
+
+    def __init__(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.root = Path(self.dir.name)
+        (self.root / "P").mkdir()
+        (self.root / "P" / "MCP.tla").write_text("---- MODULE MCP ----\n====\n")
+
+    def cfg(self, name, text):
+        path = self.root / "P" / f"{name}.cfg"
+        path.write_text(text)
+        return path
+
+    def manifest(self, models):
+        path = self.root / "models.json"
+        path.write_text(json.dumps({"models": models}))
+        return path
+
+
+class JudgeTest(unittest.TestCase):
+    def setUp(self):
+        self.ws = Workspace()
+        self.addCleanup(self.ws.dir.cleanup)
+
+    def test_pass(self):
+        cfg = self.ws.cfg("A", "SPECIFICATION Spec\nINVARIANT Inv\n")
+        self.assertEqual(check.judge(DONE, cfg)[0], "pass")
+
+    def test_named_invariant(self):
+        cfg = self.ws.cfg("A", "SPECIFICATION Spec\nINVARIANTS TypeOK Inv\n")
+        outcome, violated, _ = check.judge("Error: Invariant Inv is violated.\n", cfg)
+        self.assertEqual((outcome, violated), ("violates Inv", "Inv"))
+
+    def test_action_property_by_location_needs_a_sole_property(self):
+        log = "Error: Action property line 4, col 18 to line 4, col 42 of module B is violated.\n"
+        sole = self.ws.cfg("A", "SPECIFICATION Spec\nPROPERTY AbsSpec\n")
+        self.assertEqual(check.judge(log, sole)[0], "violates AbsSpec")
+        two = self.ws.cfg("B", "SPECIFICATION Spec\nPROPERTIES AbsSpec OtherProp\n")
+        self.assertEqual(check.judge(log, two)[0], "violates ?")
+
+    def test_action_property_by_name(self):
+        cfg = self.ws.cfg("A", "SPECIFICATION Spec\nPROPERTIES TwoPhaseProp AbsSpec\n")
+        log = "Error: Action property TwoPhaseProp is violated.\n"
+        self.assertEqual(check.judge(log, cfg)[0], "violates TwoPhaseProp")
+
+    def test_temporal_violation_attributed_only_to_a_sole_property(self):
+        log = "Error: Temporal properties were violated.\n"
+        sole = self.ws.cfg("A", "SPECIFICATION Spec\n\\* a comment PROPERTY Nope\nPROPERTY LiveProp\n")
+        self.assertEqual(check.judge(log, sole)[0], "violates LiveProp")
+        two = self.ws.cfg("B", "SPECIFICATION Spec\nPROPERTY LiveProp\nPROPERTY OtherProp\n")
+        self.assertEqual(check.judge(log, two)[0], "violates ?")
+
+    def test_deadlock(self):
+        cfg = self.ws.cfg("A", "SPECIFICATION Spec\n")
+        self.assertEqual(check.judge("Error: Deadlock reached.\n", cfg)[0], "violates Deadlock")
+
+    def test_parse_error_is_neither_pass_nor_violation(self):
+        cfg = self.ws.cfg("A", "SPECIFICATION Spec\n")
+        outcome, _, detail = check.judge("***Parse Error***\nError: Parsing or semantic analysis failed.\n", cfg)
+        self.assertEqual(outcome, "error")
+        self.assertIn("Parse Error", detail)
+
+    def test_counts(self):
+        self.assertEqual(check.last_int(r"^([\d,]+) states generated", DONE), 1234)
+        self.assertEqual(check.last_int(r"depth of the complete state graph search is (\d+)", DONE), 12)
+
+
+class ManifestTest(unittest.TestCase):
+    def setUp(self):
+        self.ws = Workspace()
+        self.addCleanup(self.ws.dir.cleanup)
+        self.ws.cfg("PModel", "SPECIFICATION Spec\n")
+        self.good = {"name": "PModel", "spec": "P/MCP.tla", "cfg": "P/PModel.cfg", "expect": "pass"}
+        patcher = mock.patch.object(check, "SPECS", self.ws.root)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+
+    def load_error(self, models):
+        path = self.ws.manifest(models)
+        with self.assertRaises(check.UsageError) as cm:
+            check.load_manifest(path)
+        self.assertIn(str(path), str(cm.exception))
+        return str(cm.exception)
+
+    def test_good_manifest_loads(self):
+        models = check.load_manifest(self.ws.manifest([self.good]))
+        self.assertEqual([m.name for m in models], ["PModel"])
+        self.assertTrue(models[0].deadlock)
+
+    def test_bad_expect(self):
+        msg = self.load_error([dict(self.good, expect="fails")])
+        self.assertIn('expect is "fails"', msg)
+
+    def test_missing_cfg_file(self):
+        msg = self.load_error([dict(self.good, cfg="P/Nope.cfg")])
+        self.assertIn("Nope.cfg does not exist", msg)
+
+    def test_missing_field(self):
+        bad = dict(self.good)
+        del bad["spec"]
+        self.assertIn('"spec"', self.load_error([bad]))
+
+    def test_duplicate_name(self):
+        self.assertIn("listed twice", self.load_error([self.good, self.good]))
+
+    def test_invalid_json(self):
+        path = self.ws.root / "models.json"
+        path.write_text("{ not json")
+        with self.assertRaises(check.UsageError) as cm:
+            check.load_manifest(path)
+        self.assertIn("not valid JSON", str(cm.exception))
+
+    def test_select_globs_skip_manual_models(self):
+        big = dict(self.good, name="PModelLarge", manual=True)
+        models = check.load_manifest(self.ws.manifest([self.good, big]))
+        self.assertEqual([m.name for m in check.select(models, ["PModel*"], False)], ["PModel"])
+        self.assertEqual([m.name for m in check.select(models, ["PModelLarge"], False)], ["PModelLarge"])
+        self.assertEqual(len(check.select(models, [], True)), 2)
+        with self.assertRaises(check.UsageError):
+            check.select(models, ["Nothing*"], False)
+
+
+class FindTlcTest(unittest.TestCase):
+    def test_env_jar_missing_is_an_error(self):
+        with mock.patch.dict(os.environ, {"TLA2TOOLS_JAR": "/nonexistent/tla2tools.jar"}):
+            with self.assertRaises(check.UsageError) as cm:
+                check.find_tlc()
+        self.assertIn("TLA2TOOLS_JAR", str(cm.exception))
+
+    def test_no_jar_and_no_maven_says_so(self):
+        with tempfile.TemporaryDirectory() as d, \
+                mock.patch.dict(os.environ, {}, clear=False), \
+                mock.patch.object(check, "CACHE", Path(d) / "cache"), \
+                mock.patch.object(check.shutil, "which", return_value=None):
+            os.environ.pop("TLA2TOOLS_JAR", None)
+            with self.assertRaises(check.UsageError) as cm:
+                check.find_tlc()
+        self.assertIn("no TLC available", str(cm.exception))
+
+    def test_main_exits_2_without_tlc(self):
+        err = io.StringIO()
+        with mock.patch.dict(os.environ, {"TLA2TOOLS_JAR": "/nonexistent/tla2tools.jar"}), \
+                contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            code = check.main(["MCSLock"])
+        self.assertEqual(code, 2)
+        self.assertIn("no such file", err.getvalue())
+
+
+if __name__ == "__main__":
+    unittest.main()
