@@ -22,4 +22,12 @@ MutantAcquireWithoutSpin(p) ==
     /\ pc[p] = "spin"
     /\ Goto(p, "cs")
     /\ UNCHANGED <<tail, next, spin, pred, ghostQ>>
+
+\* TRYLOCK without line 1: a reused context keeps the next pointer of its
+\* previous acquisition, and a later release hands the lock to that process.
+MutantInitKeepsNext(p) ==
+    /\ pc[p] = "init"
+    /\ spin' = [spin EXCEPT ![p] = TRUE]
+    /\ Goto(p, "swap")
+    /\ UNCHANGED <<tail, next, pred, ghostQ>>
 =============================================================================

@@ -18,7 +18,7 @@
 (* themselves into the tail.  It drives nothing; it exists so the FIFO    *)
 (* refinement and the lost-wake-up invariant can name "the queue".        *)
 (***************************************************************************)
-EXTENDS Sequences, FiniteSets
+EXTENDS Naturals, Sequences, FiniteSets
 CONSTANTS
     Proc,   \* processes, each with one lock context (named by the process)
     Nil     \* model value: the null pointer
@@ -162,6 +162,14 @@ Spec == Init /\ [][Next]_vars /\ Fairness
 
 MutualExclusionInv ==
     \A p, q \in Proc : p # q => ~(pc[p] \in Holding /\ pc[q] \in Holding)
+
+\* FIFO handover: the holder hands the lock to the process that swapped
+\* itself into the tail right after it, and to no other.
+FifoHandoverInv ==
+    \A p \in Proc :
+        pc[p] = "handover" => /\ Len(ghostQ) >= 2
+                              /\ ghostQ[1] = p
+                              /\ next[p] = ghostQ[2]
 
 \* No lost wake-up: a process still waiting for its spin flag to be cleared
 \* is never at the head of the queue, because the flag is cleared in the

@@ -95,6 +95,8 @@ VARIABLES
 vars == <<opTid, opStatus, rq, cursor, stealCtx, lockQ, stack, phase, store, reads,
           execCount, released, gen>>
 
+\* Where a RUNOP frame is.  "stealClear" exists only in PaperSpec (between
+\* Alg. 3 lines 1 and 5), "claim" only in mutant (b) (between test and set).
 Labels == {"check", "claim", "lock", "wait", "stealClear", "steal", "exec"}
 Frame == [op : OpId, pc : Labels, pred : Txn \cup {Bot},
           hand : [from : Txn, gen : Nat, tok : Token] \cup {Bot}]
@@ -115,9 +117,13 @@ TypeOK ==
     /\ released \in [Txn -> BOOLEAN]
     /\ gen \in [Txn -> Nat]
 
-Roots(t) == [k \in 1..Cardinality({i \in Ops(t) : Prog[t][i].deps = {}}) |->
-                CHOOSE i \in Ops(t) : Prog[t][i].deps = {} /\
-                    Cardinality({j \in Ops(t) : Prog[t][j].deps = {} /\ j < i}) = k - 1]
+\* The set S of op indices as a sequence in increasing order.
+Sorted(S) == [k \in 1..Cardinality(S) |-> CHOOSE i \in S : Cardinality({j \in S : j < i}) = k - 1]
+
+\* The runnable queue starts with the ops that depend on nothing.  They are
+\* not published for stealing: only ops made runnable later are (see
+\* RunOpExecute), and the owner runs its roots first anyway.
+Roots(t) == Sorted({i \in Ops(t) : Prog[t][i].deps = {}})
 
 Init ==
     /\ opTid = [o \in OpId |-> Owner(o)]
@@ -155,9 +161,6 @@ Goto(w, l) == SetTop(w, [Top(w) EXCEPT !.pc = l])
 \* Writing a steal context is a store to the one word; gen names each store.
 WriteCtx(t, v) == /\ stealCtx' = [stealCtx EXCEPT ![t] = v]
                   /\ gen' = [gen EXCEPT ![t] = @ + 1]
-
-\* The set S of op indices as a sequence in increasing order.
-Sorted(S) == [k \in 1..Cardinality(S) |-> CHOOSE i \in S : Cardinality({j \in S : j < i}) = k - 1]
 
 -----------------------------------------------------------------------------
 (* Algorithm 1, RUNTRANSACTION, by the owner's worker w = t. *)
