@@ -45,8 +45,8 @@
 (*    An op's dependencies are satisfied when they have finished.        *)
 (*  - A transaction with an aborted op is doomed: its ops not yet locked  *)
 (*    are skipped instead of run (the paper runs them and throws the      *)
-(*    result away; nothing observable differs), and its owner may decide  *)
-(*    as soon as no op of it is in flight.                                 *)
+(*    results away; skipping takes fewer locks and changes no committed   *)
+(*    result), and its owner may decide as soon as no op is in flight.    *)
 (*  - Release ("release locks held by all ops") releases every lock       *)
 (*    context the transaction has queued.  A context still waiting (left  *)
 (*    by a waiter that gave up) is released when it reaches the head:     *)
@@ -290,23 +290,24 @@ CanSteal(w) ==
     /\ Busy(w) /\ f.pc = "wait" /\ f.hand = Bot
     /\ ~Acquired(f.op) /\ IsRunning(f.pred)
 
-\* C1, lines 1-5 as one atomic exchange of Tp's steal-context word with Bot.
-WaiterStealSwap(w) ==
+\* Lines 1-4: a non-empty Tp.stealCtx, read into the frame's hand, which
+\* remembers which store to the word it read (gen).
+ReadPredCtx(w, nextPc) ==
     LET f == Top(w) IN
     /\ StealPolicy = "queue" /\ CanSteal(w)
     /\ stealCtx[f.pred] # Bot
-    /\ SetTop(w, [f EXCEPT !.pc = "steal",
+    /\ SetTop(w, [f EXCEPT !.pc = nextPc,
                            !.hand = [from |-> f.pred, gen |-> gen[f.pred], tok |-> stealCtx[f.pred]]])
-    /\ WriteCtx(f.pred, Bot)
+
+\* C1, lines 1-5 as one atomic exchange of Tp's steal-context word with Bot.
+WaiterStealSwap(w) ==
+    /\ ReadPredCtx(w, "steal")
+    /\ WriteCtx(Top(w).pred, Bot)
     /\ UNCHANGED <<opTid, opStatus, rq, cursor, lockQ, phase, store, reads, execCount, released>>
 
 \* The paper's lines 1-4: read Tp.stealCtx ...
 PaperStealRead(w) ==
-    LET f == Top(w) IN
-    /\ StealPolicy = "queue" /\ CanSteal(w)
-    /\ stealCtx[f.pred] # Bot
-    /\ SetTop(w, [f EXCEPT !.pc = "stealClear",
-                           !.hand = [from |-> f.pred, gen |-> gen[f.pred], tok |-> stealCtx[f.pred]]])
+    /\ ReadPredCtx(w, "stealClear")
     /\ UNCHANGED <<opTid, opStatus, rq, cursor, stealCtx, lockQ, phase, store, reads, execCount, released, gen>>
 
 \* ... and line 5, later: Tp.stealCtx = Bot.
