@@ -5,7 +5,10 @@
 (*   CONSTANT HolderReleaseCas <- MutantReleaseClearTail                  *)
 (* Each mutant model in specs/models.json must be caught.                 *)
 (***************************************************************************)
-EXTENDS MCSLock
+EXTENDS MCSLock, TLC
+
+\* Processes are interchangeable: sound for the safety checks only.
+ProcSymmetry == Permutations(Proc)
 
 \* Mutant (c), the classic MCS unlock bug and the paper's own description of
 \* UNLOCK: with no visible successor, clear the tail without a CAS, so a

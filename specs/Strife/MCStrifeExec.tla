@@ -18,17 +18,21 @@ TwoBatchOps == (t1 :> << Op(X, "rw") >>) @@ (t2 :> << Op(Y, "rw") >>) @@
 TwoBatchOf == (t1 :> 1) @@ (t2 :> 1) @@ (t3 :> 1) @@ (t4 :> 2) @@ (t5 :> 2)
 Ages == (t1 :> 1) @@ (t2 :> 2) @@ (t3 :> 3) @@ (t4 :> 4) @@ (t5 :> 5)
 
+\* Batch 2 alone, as one batch: the smallest workload where NO_WAIT livelocks.
+OneBatchOf == (t4 :> 1) @@ (t5 :> 1)
+
 \* Mutant: the residual phase starts while clusters still run.
 MutantBarrierSkipped(b) ==
     /\ bphase[b] = "clusters"
     /\ SetPhase(b, "residuals")
-    /\ UNCHANGED <<place, status, pc, holder, buf, reads, store, commits>>
+    /\ UNCHANGED <<place, status, pc, holder, buf, reads, store, retries, commits>>
 
 \* Mutant: a NO_WAIT conflict abort that keeps the locks it holds.
 MutantAbortKeepsLocks(t) ==
     /\ pc' = [pc EXCEPT ![t] = 1]
     /\ buf' = [buf EXCEPT ![t] = {}]
     /\ reads' = [reads EXCEPT ![t] = [x \in Item |-> NoVal]]
+    /\ retries' = [retries EXCEPT ![t] = IF @ < MaxRetries THEN @ + 1 ELSE @]
     /\ UNCHANGED holder
 
 \* Mutant: with the overlap, batch b+1's clusters start as soon as it is
@@ -36,7 +40,7 @@ MutantAbortKeepsLocks(t) ==
 MutantStartClustersEarly(b) ==
     /\ bphase[b] = "analysed"
     /\ SetPhase(b, "clusters")
-    /\ UNCHANGED <<place, status, pc, holder, buf, reads, store, commits>>
+    /\ UNCHANGED <<place, status, pc, holder, buf, reads, store, retries, commits>>
 
 \* Mutant: a commit that the worker does not record, so it runs the
 \* transaction again (a retry loop that cannot tell commit from abort).

@@ -17,11 +17,14 @@
 (* Its clusters still start only once batch b is done: they run without   *)
 (* locks, and batch b's residuals hold locks that they would ignore.      *)
 (*                                                                         *)
-(* Baselines (Section 4): with Fallback = TRUE every transaction is        *)
-(* residual, and CC picks the residual protocol: "nowait" (Strife's),      *)
-(* "waitdie" (an older requester waits, a younger one dies and retries    *)
-(* with its timestamp) or "lockordered" (every lock first, in item order, *)
-(* waiting).                                                               *)
+(* CC picks the residual protocol: "nowait" (the paper's), "waitdie" (an  *)
+(* older requester waits, a younger one dies and retries with its         *)
+(* timestamp), "lockordered" (every lock first, in item order, waiting),  *)
+(* or "nowaitThenWaitDie": NO_WAIT for the first MaxRetries conflicts of  *)
+(* a transaction, WaitDie after.  TLC shows NO_WAIT with retry can        *)
+(* livelock (proofs/Strife.md); the last is what the engine implements.  *)
+(* With Fallback = TRUE every transaction is residual: the baselines of    *)
+(* Section 4 (WaitDie, LockOrdered).                                       *)
 (*                                                                         *)
 (* Each operation touches one item once: "r" reads it, "w" writes it      *)
 (* blindly, "rw" reads then writes.  Writes are buffered and installed at *)
@@ -36,7 +39,8 @@ CONSTANTS
     Ops,          \* Ops[t]: t's operations, a sequence of [item, mode]
     MayAbort,     \* transactions that may hit a user abort at commit
     MaxClusters,  \* how many clusters the analysis may form in a batch
-    CC,           \* the residual phase's protocol: "nowait", "waitdie", "lockordered"
+    CC,           \* the residual protocol: "nowait", "waitdie", "lockordered", "nowaitThenWaitDie"
+    MaxRetries,   \* "nowaitThenWaitDie": conflict aborts under NO_WAIT before WaitDie
     Fallback,     \* TRUE: every transaction is residual (the baselines)
     Overlap,      \* TRUE: analyse batch b+1 while batch b's residuals run
     Age,          \* Age[t]: WaitDie's timestamp, kept across retries (smaller is older)
@@ -46,7 +50,8 @@ CONSTANTS
 
 ASSUME /\ Item \subseteq Nat
        /\ \A t \in Txn : \A i, j \in 1..Len(Ops[t]) : i # j => Ops[t][i].item # Ops[t][j].item
-       /\ CC \in {"nowait", "waitdie", "lockordered"}
+       /\ CC \in {"nowait", "waitdie", "lockordered", "nowaitThenWaitDie"}
+       /\ MaxRetries \in Nat
        /\ Fallback \in BOOLEAN /\ Overlap \in BOOLEAN
 
 Batches == 1..NumBatches
@@ -67,9 +72,10 @@ VARIABLES
     buf,        \* buf[t]: items t's current attempt has written (buffered)
     reads,      \* reads[t][x]: what t's current attempt read of x
     store,      \* store[x]: x's committed value
+    retries,    \* retries[t]: t's conflict aborts so far, counted up to MaxRetries
     commits     \* ghost: how many times t has committed
 
-vars == <<bphase, place, status, pc, holder, buf, reads, store, commits>>
+vars == <<bphase, place, status, pc, holder, buf, reads, store, retries, commits>>
 
 TypeOK ==
     /\ bphase \in [Batches -> {"waiting", "analysed", "clusters", "residuals", "done"}]
@@ -80,6 +86,7 @@ TypeOK ==
     /\ buf \in [Txn -> SUBSET Item]
     /\ reads \in [Txn -> [Item -> Txn \cup {InitVal, NoVal}]]
     /\ store \in [Item -> Txn \cup {InitVal}]
+    /\ retries \in [Txn -> 0..MaxRetries]
     /\ commits \in [Txn -> Nat]
 
 Init ==
@@ -91,6 +98,7 @@ Init ==
     /\ buf = [t \in Txn |-> {}]
     /\ reads = [t \in Txn |-> [x \in Item |-> NoVal]]
     /\ store = [x \in Item |-> InitVal]
+    /\ retries = [t \in Txn |-> 0]
     /\ commits = [t \in Txn |-> 0]
 
 SetPhase(b, p) == bphase' = [bphase EXCEPT ![b] = p]
@@ -112,27 +120,27 @@ Analyze(b) ==
                                          => ~Conflict(t1, t2)
          /\ place' = [t \in Txn |-> IF t \in InBatch(b) THEN p[t] ELSE place[t]]
     /\ SetPhase(b, "analysed")
-    /\ UNCHANGED <<status, pc, holder, buf, reads, store, commits>>
+    /\ UNCHANGED <<status, pc, holder, buf, reads, store, retries, commits>>
 
 \* The conflict-free phase of b starts once batch b-1 is done.
 StartClusters(b) ==
     /\ bphase[b] = "analysed"
     /\ b > 1 => bphase[b - 1] = "done"
     /\ SetPhase(b, "clusters")
-    /\ UNCHANGED <<place, status, pc, holder, buf, reads, store, commits>>
+    /\ UNCHANGED <<place, status, pc, holder, buf, reads, store, retries, commits>>
 
 \* The barrier: the residual phase starts when every cluster has finished.
 Barrier(b) ==
     /\ bphase[b] = "clusters"
     /\ \A t \in InBatch(b) : Clustered(t) => status[t] \in Decided
     /\ SetPhase(b, "residuals")
-    /\ UNCHANGED <<place, status, pc, holder, buf, reads, store, commits>>
+    /\ UNCHANGED <<place, status, pc, holder, buf, reads, store, retries, commits>>
 
 FinishBatch(b) ==
     /\ bphase[b] = "residuals"
     /\ \A t \in InBatch(b) : status[t] \in Decided
     /\ SetPhase(b, "done")
-    /\ UNCHANGED <<place, status, pc, holder, buf, reads, store, commits>>
+    /\ UNCHANGED <<place, status, pc, holder, buf, reads, store, retries, commits>>
 
 -----------------------------------------------------------------------------
 (* Transactions *)
@@ -145,13 +153,13 @@ ClusterStart(t) ==
     /\ bphase[BatchOf[t]] \in {"clusters", "residuals"} /\ Clustered(t) /\ status[t] = "queued"
     /\ \A u \in InBatch(BatchOf[t]) : place[u] = place[t] => status[u] # "running"
     /\ status' = [status EXCEPT ![t] = "running"]
-    /\ UNCHANGED <<bphase, place, pc, holder, buf, reads, store, commits>>
+    /\ UNCHANGED <<bphase, place, pc, holder, buf, reads, store, retries, commits>>
 
 \* Every residual runs at once, each on its own worker.
 ResidualStart(t) ==
     /\ bphase[BatchOf[t]] = "residuals" /\ ~Clustered(t) /\ status[t] = "queued"
     /\ status' = [status EXCEPT ![t] = "running"]
-    /\ UNCHANGED <<bphase, place, pc, holder, buf, reads, store, commits>>
+    /\ UNCHANGED <<bphase, place, pc, holder, buf, reads, store, retries, commits>>
 
 \* Perform t's next operation on its item.
 DoOp(t) ==
@@ -164,7 +172,7 @@ DoOp(t) ==
 ClusterOp(t) ==
     /\ status[t] = "running" /\ Clustered(t) /\ pc[t] <= Len(Ops[t])
     /\ DoOp(t)
-    /\ UNCHANGED <<bphase, place, status, holder, store, commits>>
+    /\ UNCHANGED <<bphase, place, status, holder, store, retries, commits>>
 
 \* A conflict abort in the residual phase: release every lock, forget the
 \* attempt and start again.
@@ -173,18 +181,26 @@ AbortAttempt(t) ==
     /\ pc' = [pc EXCEPT ![t] = 1]
     /\ buf' = [buf EXCEPT ![t] = {}]
     /\ reads' = [reads EXCEPT ![t] = [x \in Item |-> NoVal]]
+    /\ retries' = [retries EXCEPT ![t] = IF @ < MaxRetries THEN @ + 1 ELSE @]
 
-\* The residual phase under NO_WAIT or WaitDie: lock the op's item, or
-\* meet a conflict.
+\* On a conflict with holder h: die (abort and retry) or wait.
+Dies(t, h) ==
+    CASE CC = "nowait" -> TRUE
+      [] CC = "waitdie" -> Age[t] > Age[h]
+      [] CC = "nowaitThenWaitDie" -> retries[t] < MaxRetries \/ Age[t] > Age[h]
+      [] OTHER -> FALSE
+
+\* The residual phase, except LockOrdered: lock the op's item, or meet a
+\* conflict.
 ResidualOp(t) ==
     LET x == Ops[t][pc[t]].item IN
     /\ status[t] = "running" /\ ~Clustered(t) /\ pc[t] <= Len(Ops[t])
-    /\ CC \in {"nowait", "waitdie"}
+    /\ CC # "lockordered"
     /\ IF holder[x] \in {None, t}
          THEN /\ holder' = [holder EXCEPT ![x] = t]
               /\ DoOp(t)
-         ELSE \* NO_WAIT always dies; WaitDie dies only when younger than the holder.
-              /\ CC = "nowait" \/ Age[t] > Age[holder[x]]
+              /\ UNCHANGED retries
+         ELSE /\ Dies(t, holder[x])     \* otherwise t waits: no step
               /\ AbortAttempt(t)
     /\ UNCHANGED <<bphase, place, status, store, commits>>
 
@@ -195,14 +211,14 @@ LockOrderedAcquire(t) ==
     /\ ItemsOf(t) \ Holds(t) # {}
     /\ holder[x] = None
     /\ holder' = [holder EXCEPT ![x] = t]
-    /\ UNCHANGED <<bphase, place, status, pc, buf, reads, store, commits>>
+    /\ UNCHANGED <<bphase, place, status, pc, buf, reads, store, retries, commits>>
 
 \* ... then the operations.
 LockOrderedOp(t) ==
     /\ status[t] = "running" /\ ~Clustered(t) /\ CC = "lockordered"
     /\ ItemsOf(t) \subseteq Holds(t) /\ pc[t] <= Len(Ops[t])
     /\ DoOp(t)
-    /\ UNCHANGED <<bphase, place, status, holder, store, commits>>
+    /\ UNCHANGED <<bphase, place, status, holder, store, retries, commits>>
 
 \* Commit, installing the buffered writes, or a user abort; either releases
 \* every lock (a clustered transaction holds none).
@@ -216,7 +232,7 @@ Finish(t) ==
            ELSE /\ status' = [status EXCEPT ![t] = "aborted"]
                 /\ UNCHANGED <<store, commits>>
     /\ ReleaseAll(t)
-    /\ UNCHANGED <<bphase, place, pc, buf, reads>>
+    /\ UNCHANGED <<bphase, place, pc, buf, reads, retries>>
 
 AllDone == /\ \A b \in Batches : bphase[b] = "done"
            /\ UNCHANGED vars

@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 SPECS = Path(__file__).resolve().parent.parent
@@ -48,8 +48,6 @@ class Model:
     expect: str
     manual: bool
     deadlock: bool
-    note: str
-    observed: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -104,13 +102,11 @@ def load_manifest(path: Path = MANIFEST) -> list[Model]:
                 raise UsageError(f"{where}: {label} file {p} does not exist")
         if spec.parent != cfg.parent:
             raise UsageError(f"{where}: spec and cfg must sit in one folder (TLC resolves modules beside the spec)")
-        observed = entry.get("observed", {})
-        if not isinstance(observed, dict):
+        if not isinstance(entry.get("observed", {}), dict):
             raise UsageError(f'{where}: "observed" must be an object')
         models.append(Model(name=name, spec=spec, cfg=cfg, expect=entry["expect"],
                             manual=bool(entry.get("manual", False)),
-                            deadlock=bool(entry.get("deadlock", True)),
-                            note=str(entry.get("note", "")), observed=observed))
+                            deadlock=bool(entry.get("deadlock", True))))
     return models
 
 
