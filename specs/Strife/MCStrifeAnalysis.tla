@@ -59,10 +59,6 @@ MutantMergeNothing ==
 MutantReallocateKeepsResidual(t) ==
     /\ stage = "realloc" /\ t \in todo
     /\ todo' = todo \ {t}
-    /\ IF Cardinality(Clusters(t)) = 1
-         THEN LET c == CHOOSE c \in Clusters(t) : TRUE IN
-              /\ txnCl' = [txnCl EXCEPT ![t] = c]
-              /\ itemCl' = Claim(t, c)
-         ELSE UNCHANGED <<txnCl, itemCl>>
+    /\ IF Cardinality(Clusters(t)) = 1 THEN Place(t, OnlyCluster(t)) ELSE UNCHANGED <<txnCl, itemCl>>
     /\ UNCHANGED <<access, stage, picks, nClusters, residual, baseCl, rootOf>>
 =============================================================================

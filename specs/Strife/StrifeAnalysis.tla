@@ -113,11 +113,15 @@ SpotEnd ==
 -----------------------------------------------------------------------------
 (* Allocate, Algorithm 2, one transaction at a time in any order.          *)
 
-\* Into the one cluster its items are in, claiming its items with none (lines 6-10).
-AllocateTo(t, c) ==
+\* t joins cluster c and claims its items with none (lines 6-10).
+Place(t, c) ==
     /\ txnCl' = [txnCl EXCEPT ![t] = c]
     /\ itemCl' = Claim(t, c)
-    /\ UNCHANGED residual
+
+AllocateTo(t, c) == Place(t, c) /\ UNCHANGED residual
+
+\* The cluster of a transaction whose items are in exactly one.
+OnlyCluster(t) == CHOOSE c \in Clusters(t) : TRUE
 
 \* Its items are in two clusters or more: residual (lines 12-13).
 MakeResidual(t) ==
@@ -129,7 +133,7 @@ Allocate1(t) ==
     /\ stage = "alloc1" /\ t \in todo
     /\ todo' = todo \ {t}
     /\ CASE Clusters(t) = {} -> UNCHANGED <<txnCl, itemCl, residual>>
-         [] Cardinality(Clusters(t)) = 1 -> AllocateTo(t, CHOOSE c \in Clusters(t) : TRUE)
+         [] Cardinality(Clusters(t)) = 1 -> AllocateTo(t, OnlyCluster(t))
          [] OTHER -> MakeResidual(t)
     /\ UNCHANGED <<access, stage, picks, nClusters, baseCl, rootOf>>
 
@@ -146,7 +150,7 @@ Allocate2(t) ==
     /\ CASE Clusters(t) = {} /\ nClusters = 0 -> \* spot seeded nothing: start cluster 1
               /\ nClusters' = 1 /\ AllocateTo(t, 1)
          [] Clusters(t) = {} -> \E c \in 1..nClusters : AllocateTo(t, c) /\ UNCHANGED nClusters
-         [] Cardinality(Clusters(t)) = 1 -> AllocateTo(t, CHOOSE c \in Clusters(t) : TRUE) /\ UNCHANGED nClusters
+         [] Cardinality(Clusters(t)) = 1 -> AllocateTo(t, OnlyCluster(t)) /\ UNCHANGED nClusters
          [] OTHER -> MakeResidual(t) /\ UNCHANGED nClusters
     /\ UNCHANGED <<access, stage, picks, baseCl, rootOf>>
 
@@ -187,10 +191,7 @@ Reallocate(t) ==
     /\ stage = "realloc" /\ t \in todo
     /\ todo' = todo \ {t}
     /\ IF Cardinality(Clusters(t)) = 1
-         THEN LET c == CHOOSE c \in Clusters(t) : TRUE IN
-              /\ txnCl' = [txnCl EXCEPT ![t] = c]
-              /\ itemCl' = Claim(t, c)
-              /\ residual' = residual \ {t}
+         THEN Place(t, OnlyCluster(t)) /\ residual' = residual \ {t}
          ELSE UNCHANGED <<txnCl, itemCl, residual>>
     /\ UNCHANGED <<access, stage, picks, nClusters, baseCl, rootOf>>
 
