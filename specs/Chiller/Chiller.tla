@@ -1,0 +1,599 @@
+------------------------------ MODULE Chiller ------------------------------
+(***************************************************************************)
+(* Chiller's two-region execution with inner-region replication and        *)
+(* failure recovery (seed 003, Sections 2.2, 3.3 and 5).                   *)
+(*                                                                         *)
+(* Roles.  Each transaction t has a coordinator node <<t, 0>>.  Each       *)
+(* partition p has R copies <<p, 1>> .. <<p, R>>; primary[p] names the     *)
+(* one that serves.  InnerOf[t] is t's inner host partition; its other     *)
+(* keys are t's outer region.  The cluster manager is the Recover* actions. *)
+(*                                                                         *)
+(* The five steps of Section 3.3 (steps 1-2, choosing the regions, are     *)
+(* the constants InnerOf and the key sets):                                *)
+(*   3) CoordLockOuter / CoordLockDenied: lock and read the outer region,  *)
+(*      partition by partition, NO_WAIT: a denial aborts t.                *)
+(*   4) CoordDelegate, then on the inner host InnerExecute / InnerReject   *)
+(*      (locks and the constraint check), ReplicaReceive / ReplicaApply    *)
+(*      (Section 5.1, in sequence order, notifying the coordinator), and   *)
+(*      InnerCommit (after the NIC acks, releasing the inner locks).       *)
+(*   5) CoordLearnCommit, then OuterCommit on each outer partition;         *)
+(*      or CoordLearnAbort, then OuterRelease.                             *)
+(* Failures (Section 5.2): Crash stops any node; the cluster manager cuts  *)
+(* it off (drops the messages it sent or was sent) and runs recovery:      *)
+(* RecoverPrimary (inner host or outer participant), RecoverReplica,       *)
+(* RecoverCoordinator.                                                     *)
+(*                                                                         *)
+(* Transactions serialize when their inner region becomes irrevocable:    *)
+(* when every replica in the configuration has received its replication  *)
+(* message (ReplicaReceive, or RecoverReplica when the configuration      *)
+(* shrinks), when recovery decides to commit it, or at InnerCommit if the *)
+(* host has no replica left.  The paper says "at *)
+(* the inner host commit"; TLC shows that point is too late, because the  *)
+(* coordinator resumes on the replicas' notifications and may release the *)
+(* outer locks before the host commits (D8, proofs/Chiller.md).  The      *)
+(* ghost `order` records the sequence; it only feeds the refinement       *)
+(* mapping and the invariants.                                             *)
+(*                                                                         *)
+(* Decisions where the paper is silent or vague (proofs/Chiller.md, 3):    *)
+(* D1 Messages are a set: the network may reorder and a message stays     *)
+(*    until its receiver acts on it (receivers guard on their own state,  *)
+(*    so a message is acted on once).  RDMA queue pairs are FIFO; a set   *)
+(*    allows every order, so safety here holds for FIFO channels too.  The *)
+(*    one ordering the protocol needs is carried by sequence numbers.     *)
+(* D2 A message is addressed to a node, not to a partition.  When the     *)
+(*    cluster manager cuts a node off it drops every message from or to   *)
+(*    it.  A delegation addressed to a crashed inner host must not reach  *)
+(*    its successor: recovery may already have aborted the transaction.  *)
+(* D3 An outer participant's lock grant is replicated like its writes     *)
+(*    (synchronous log shipping, Section 5.1 "as normal"), so the replica *)
+(*    that takes over holds the same locks.  Outer replication is one     *)
+(*    step over the live copies; the inner region's is modelled in full.  *)
+(* D4 Inner locks are volatile, but recovery keeps a crashed host's inner *)
+(*    locks until it has decided each transaction: it releases them when  *)
+(*    it aborts one, and RecoveryCommit when the new primary has applied  *)
+(*    one it commits.  The new primary serves nothing until it has        *)
+(*    applied every replication message it holds (CaughtUp).              *)
+(* D5 Sequence gaps: a replica applies in sequence order; a missing       *)
+(*    number is skipped only once its sender is cut off, because          *)
+(*    recovery first hands every message a survivor received to all       *)
+(*    survivors, so a number still missing then belongs to an aborted     *)
+(*    transaction.                                                        *)
+(* D6 The coordinator resumes when every replica in the configuration     *)
+(*    has notified, and at least one copy has.  An inner host with no     *)
+(*    replica left in the configuration notifies the coordinator itself.  *)
+(* D7 A coordinator taken over by the inner host's partition learns the   *)
+(*    inner decision from that partition's log (`inner`), not by message. *)
+(* D8 The serialization point is the irrevocable receipt (above).         *)
+(***************************************************************************)
+EXTENDS Naturals, Sequences, FiniteSets
+
+CONSTANTS
+    Txn,        \* transaction identifiers
+    Part,       \* partitions
+    Key,        \* keys of the store
+    PartOf,     \* PartOf[k]: the partition that holds key k
+    ReadSet,    \* ReadSet[t] \subseteq Key: keys t reads
+    WriteSet,   \* WriteSet[t] \subseteq Key: keys t writes
+    InnerOf,    \* InnerOf[t]: t's inner host partition (its contended keys)
+    MayAbort,   \* transactions whose constraint check may fail on the inner host
+    R,          \* copies per partition: a primary and R - 1 replicas
+    MaxCrashes, \* how many nodes may crash in a behaviour
+    None,       \* model value: no lock holder
+    InitVal,    \* model value: every key's value before any commit
+    NoVal       \* model value: not read
+
+ASSUME /\ PartOf \in [Key -> Part]
+       /\ ReadSet \in [Txn -> SUBSET Key] /\ WriteSet \in [Txn -> SUBSET Key]
+       /\ InnerOf \in [Txn -> Part] /\ MayAbort \subseteq Txn
+       /\ R \in Nat \ {0} /\ MaxCrashes \in 0..(R - 1)
+
+Keys(t) == ReadSet[t] \cup WriteSet[t]
+KeysOn(t, p) == {k \in Keys(t) : PartOf[k] = p}
+InnerKeys(t) == KeysOn(t, InnerOf[t])
+OuterParts(t) == {PartOf[k] : k \in Keys(t) \ InnerKeys(t)}
+Writes(t, p) == {k \in WriteSet[t] : PartOf[k] = p}
+
+Index == 1..R
+CoordNode(t) == <<t, 0>>
+Copies(p) == {p} \X Index
+AllCopies == Part \X Index
+Node == (Txn \X {0}) \cup AllCopies
+Val == Txn \cup {InitVal}
+
+Msg ==
+    [type : {"delegate"}, t : Txn, to : AllCopies] \cup          \* coordinator -> inner host
+    [type : {"replicate"}, t : Txn, from : AllCopies, to : AllCopies] \cup
+    [type : {"notify", "innerAbort"}, t : Txn, from : AllCopies]  \* -> t's coordinator
+
+OuterPhase == {"none", "locked", "failed", "committed", "aborted"}   \* "failed": see RecoverPrimary
+CoordPhase == {"locking", "delegated", "committing", "aborting", "committed", "aborted"}
+
+VARIABLES
+    crashed,    \* nodes that have stopped
+    cutOff,     \* crashed nodes the cluster manager has cut off and recovered
+    primary,    \* primary[p] \in Index: the copy of p that serves
+    lock,       \* lock[k]: the transaction holding k's lock, or None
+    store,      \* store[c][k]: copy c's value of key k (keys of c's partition)
+    installed,  \* installed[c]: transactions whose writes copy c has installed
+    inbox,      \* inbox[c]: transactions whose replication message copy c received (its NIC acked)
+    msgs,       \* messages sent and not yet dropped
+    coord,      \* coord[t] \in CoordPhase: where t's coordinator is
+    coordAt,    \* coordAt[t]: "origin", or "takeover" once recovery moved the role
+    outer,      \* outer[t][p] \in OuterPhase: t at outer partition p
+    inner,      \* inner[t] \in {"none", "replicating", "committed", "aborted"}: t at its inner partition
+    innerAt,    \* innerAt[t] \in 0..R: the copy of InnerOf[t] t was delegated to (0: not yet)
+    seq,        \* seq[t]: the sequence number of t's replication message (0: none)
+    reads,      \* reads[t][k]: the value t read of k
+    order       \* ghost: transactions in the order their inner regions committed
+
+vars == <<crashed, cutOff, primary, lock, store, installed, inbox, msgs,
+          coord, coordAt, outer, inner, innerAt, seq, reads, order>>
+
+TypeOK ==
+    /\ crashed \subseteq Node /\ cutOff \subseteq crashed
+    /\ primary \in [Part -> Index]
+    /\ lock \in [Key -> Txn \cup {None}]
+    /\ store \in [AllCopies -> [Key -> Val]]
+    /\ installed \in [AllCopies -> SUBSET Txn]
+    /\ inbox \in [AllCopies -> SUBSET Txn]
+    /\ msgs \subseteq Msg
+    /\ coord \in [Txn -> CoordPhase]
+    /\ coordAt \in [Txn -> {"origin", "takeover"}]
+    /\ outer \in [Txn -> [Part -> OuterPhase]]
+    /\ inner \in [Txn -> {"none", "replicating", "committed", "aborted"}]
+    /\ innerAt \in [Txn -> 0..R]
+    /\ seq \in [Txn -> Nat]
+    /\ reads \in [Txn -> [Key -> Val \cup {NoVal}]]
+    /\ order \in Seq(Txn)
+
+Init ==
+    /\ crashed = {} /\ cutOff = {}
+    /\ primary = [p \in Part |-> 1]
+    /\ lock = [k \in Key |-> None]
+    /\ store = [c \in AllCopies |-> [k \in Key |-> InitVal]]
+    /\ installed = [c \in AllCopies |-> {}]
+    /\ inbox = [c \in AllCopies |-> {}]
+    /\ msgs = {}
+    /\ coord = [t \in Txn |-> "locking"]
+    /\ coordAt = [t \in Txn |-> "origin"]
+    /\ outer = [t \in Txn |-> [p \in Part |-> "none"]]
+    /\ inner = [t \in Txn |-> "none"]
+    /\ innerAt = [t \in Txn |-> 0]
+    /\ seq = [t \in Txn |-> 0]
+    /\ reads = [t \in Txn |-> [k \in Key |-> NoVal]]
+    /\ order = << >>
+
+-----------------------------------------------------------------------------
+(* Helpers *)
+
+Primary(p) == <<p, primary[p]>>
+Up(n) == n \notin crashed
+\* Copies of p still in the configuration: not yet cut off (a crashed copy
+\* stays in until the cluster manager removes it).
+Config(p) == Copies(p) \ cutOff
+ConfigReplicas(p) == Config(p) \ {Primary(p)}
+InnerHost(t) == <<InnerOf[t], innerAt[t]>>
+Ordered == {order[i] : i \in 1..Len(order)}
+Pos(t) == CHOOSE i \in 1..Len(order) : order[i] = t
+
+\* The value of k after the writers of k in S, taken in serial order.
+LastWriter(k, S) ==
+    LET W == {t \in S \cap Ordered : k \in WriteSet[t]}
+    IN IF W = {} THEN InitVal ELSE CHOOSE t \in W : \A u \in W : Pos(u) <= Pos(t)
+
+\* t's serialization point: append it to the serial order, once.
+Serialize(t) == IF t \in Ordered THEN order ELSE Append(order, t)
+
+\* Where the model serializes t once every replica has received it (D8).
+\* A cfg may replace it with `order` to try the paper's "at the inner host
+\* commit".
+SerializeOnReceipt(t) == Serialize(t)
+
+\* Appends the transactions of S in sequence-number order.  Only recovery
+\* serializes more than one transaction in a step; no workload here makes
+\* it do so (the refinement check would flag it, not pass it).
+RECURSIVE SerializeAll(_, _)
+SerializeAll(o, S) ==
+    IF S = {} THEN o
+    ELSE LET t == CHOOSE u \in S : \A v \in S : seq[u] <= seq[v]
+         IN SerializeAll(IF t \in {o[i] : i \in 1..Len(o)} THEN o ELSE Append(o, t), S \ {t})
+
+Install(cs, t) ==
+    /\ store' = [c \in AllCopies |->
+                   IF c \in cs THEN [k \in Key |-> IF k \in Writes(t, c[1]) THEN t ELSE store[c][k]]
+                   ELSE store[c]]
+    /\ installed' = [c \in AllCopies |-> IF c \in cs THEN installed[c] \cup {t} ELSE installed[c]]
+
+Release(ks) == lock' = [k \in Key |-> IF k \in ks THEN None ELSE lock[k]]
+
+\* Every replication message c holds is applied: c may serve reads (D4).
+CaughtUp(c) == inbox[c] \subseteq installed[c]
+
+\* The coordinator role of t can act: its node, or after a takeover the
+\* inner partition's primary, is up.
+CoordUp(t) == IF coordAt[t] = "origin" THEN Up(CoordNode(t)) ELSE Up(Primary(InnerOf[t]))
+
+NextSeq(p) ==
+    LET used == {seq[t] : t \in {u \in Txn : InnerOf[u] = p}}
+    IN 1 + (CHOOSE m \in used : \A n \in used : n <= m)
+
+-----------------------------------------------------------------------------
+(* Coordinator, steps 3-5 *)
+
+\* Step 3: lock and read t's keys on outer partition p (NO_WAIT).
+CoordLockOuter(t, p) ==
+    /\ coord[t] = "locking" /\ CoordUp(t)
+    /\ p \in OuterParts(t) /\ outer[t][p] = "none"
+    /\ Up(Primary(p)) /\ CaughtUp(Primary(p))
+    /\ \A k \in KeysOn(t, p) : lock[k] = None
+    /\ lock' = [k \in Key |-> IF k \in KeysOn(t, p) THEN t ELSE lock[k]]
+    /\ reads' = [reads EXCEPT ![t] = [k \in Key |-> IF k \in ReadSet[t] /\ PartOf[k] = p
+                                                     THEN store[Primary(p)][k] ELSE reads[t][k]]]
+    /\ outer' = [outer EXCEPT ![t][p] = "locked"]
+    /\ UNCHANGED <<crashed, cutOff, primary, store, installed, inbox, msgs,
+                   coord, coordAt, inner, innerAt, seq, order>>
+
+\* Step 3: a lock is held by another transaction, or the participant does
+\* not answer: t aborts.
+CoordLockDenied(t, p) ==
+    /\ coord[t] = "locking" /\ CoordUp(t)
+    /\ p \in OuterParts(t) /\ outer[t][p] = "none"
+    /\ \/ \E k \in KeysOn(t, p) : lock[k] \notin {None, t}
+       \/ ~Up(Primary(p))
+    /\ coord' = [coord EXCEPT ![t] = "aborting"]
+    /\ UNCHANGED <<crashed, cutOff, primary, lock, store, installed, inbox, msgs,
+                   coordAt, outer, inner, innerAt, seq, reads, order>>
+
+\* Section 5.2: a participant t had locked failed before t was delegated,
+\* so t aborts (its locks, kept by the new primary, are then released).
+CoordLearnParticipantFailed(t) ==
+    /\ coord[t] = "locking" /\ CoordUp(t)
+    /\ \E p \in Part : outer[t][p] = "failed"
+    /\ coord' = [coord EXCEPT ![t] = "aborting"]
+    /\ UNCHANGED <<crashed, cutOff, primary, lock, store, installed, inbox, msgs,
+                   coordAt, outer, inner, innerAt, seq, reads, order>>
+
+\* Step 4: every outer lock is held; hand the inner region, with the
+\* values read, to the inner partition's current primary.  From here on
+\* neither the coordinator nor an outer participant may abort t.
+CoordDelegate(t) ==
+    /\ coord[t] = "locking" /\ CoordUp(t)
+    /\ \A p \in OuterParts(t) : outer[t][p] = "locked"
+    /\ coord' = [coord EXCEPT ![t] = "delegated"]
+    /\ innerAt' = [innerAt EXCEPT ![t] = primary[InnerOf[t]]]
+    /\ msgs' = msgs \cup {[type |-> "delegate", t |-> t, to |-> Primary(InnerOf[t])]}
+    /\ UNCHANGED <<crashed, cutOff, primary, lock, store, installed, inbox,
+                   coordAt, outer, inner, seq, reads, order>>
+
+Notifiers(t) == {m.from : m \in {n \in msgs : n.type = "notify" /\ n.t = t}}
+
+\* Section 5.1: the coordinator resumes once the inner host's replicas
+\* have applied t (D6).  A coordinator taken over reads the partition's log.
+CommitKnown(t) ==
+    IF coordAt[t] = "origin"
+    THEN /\ Notifiers(t) # {}
+         /\ ConfigReplicas(InnerOf[t]) \subseteq Notifiers(t)
+    ELSE inner[t] = "committed"
+
+AbortKnown(t) ==
+    IF coordAt[t] = "origin"
+    THEN \E m \in msgs : m.type = "innerAbort" /\ m.t = t
+    ELSE inner[t] = "aborted"
+
+CoordLearnCommit(t) ==
+    /\ coord[t] = "delegated" /\ CoordUp(t) /\ CommitKnown(t)
+    /\ coord' = [coord EXCEPT ![t] = "committing"]
+    /\ UNCHANGED <<crashed, cutOff, primary, lock, store, installed, inbox, msgs,
+                   coordAt, outer, inner, innerAt, seq, reads, order>>
+
+CoordLearnAbort(t) ==
+    /\ coord[t] = "delegated" /\ CoordUp(t) /\ AbortKnown(t)
+    /\ coord' = [coord EXCEPT ![t] = "aborting"]
+    /\ UNCHANGED <<crashed, cutOff, primary, lock, store, installed, inbox, msgs,
+                   coordAt, outer, inner, innerAt, seq, reads, order>>
+
+\* Step 5: outer partition p installs t's writes on its live copies
+\* (synchronous log shipping, D3) and releases t's locks.
+OuterCommit(t, p) ==
+    /\ coord[t] = "committing" /\ CoordUp(t)
+    /\ outer[t][p] = "locked" /\ Up(Primary(p))
+    /\ Install({c \in Copies(p) : Up(c)}, t)
+    /\ Release(KeysOn(t, p))
+    /\ outer' = [outer EXCEPT ![t][p] = "committed"]
+    /\ UNCHANGED <<crashed, cutOff, primary, inbox, msgs, coord, coordAt,
+                   inner, innerAt, seq, reads, order>>
+
+OuterRelease(t, p) ==
+    /\ coord[t] = "aborting" /\ CoordUp(t)
+    /\ outer[t][p] \in {"locked", "failed"} /\ Up(Primary(p))
+    /\ Release(KeysOn(t, p))
+    /\ outer' = [outer EXCEPT ![t][p] = "aborted"]
+    /\ UNCHANGED <<crashed, cutOff, primary, store, installed, inbox, msgs,
+                   coord, coordAt, inner, innerAt, seq, reads, order>>
+
+CoordFinish(t) ==
+    /\ coord[t] \in {"committing", "aborting"} /\ CoordUp(t)
+    /\ \A p \in Part : outer[t][p] \notin {"locked", "failed"}
+    /\ coord' = [coord EXCEPT ![t] = IF @ = "committing" THEN "committed" ELSE "aborted"]
+    /\ UNCHANGED <<crashed, cutOff, primary, lock, store, installed, inbox, msgs,
+                   coordAt, outer, inner, innerAt, seq, reads, order>>
+
+-----------------------------------------------------------------------------
+(* Inner host, step 4 and Section 5.1 *)
+
+Delegated(t, c) == [type |-> "delegate", t |-> t, to |-> c] \in msgs
+
+\* Locks granted and the constraint holds: read, write (still invisible),
+\* and send the replication message, with the next sequence number, to
+\* every replica in the configuration.
+InnerExecute(t) ==
+    LET c == InnerHost(t) IN
+    /\ inner[t] = "none" /\ innerAt[t] # 0 /\ Delegated(t, c)
+    /\ Up(c) /\ CaughtUp(c)
+    /\ \A k \in InnerKeys(t) : lock[k] = None
+    /\ lock' = [k \in Key |-> IF k \in InnerKeys(t) THEN t ELSE lock[k]]
+    /\ reads' = [reads EXCEPT ![t] = [k \in Key |-> IF k \in ReadSet[t] \cap InnerKeys(t)
+                                                     THEN store[c][k] ELSE reads[t][k]]]
+    /\ seq' = [seq EXCEPT ![t] = NextSeq(InnerOf[t])]
+    /\ msgs' = msgs \cup {[type |-> "replicate", t |-> t, from |-> c, to |-> r] :
+                            r \in ConfigReplicas(InnerOf[t])}
+    /\ inner' = [inner EXCEPT ![t] = "replicating"]
+    /\ UNCHANGED <<crashed, cutOff, primary, store, installed, inbox,
+                   coord, coordAt, outer, innerAt, order>>
+
+\* A lock is held, or the constraint fails: abort, and tell the coordinator
+\* directly.  No replication is needed.
+InnerReject(t) ==
+    LET c == InnerHost(t) IN
+    /\ inner[t] = "none" /\ innerAt[t] # 0 /\ Delegated(t, c) /\ Up(c)
+    /\ \/ t \in MayAbort
+       \/ \E k \in InnerKeys(t) : lock[k] \notin {None, t}
+    /\ inner' = [inner EXCEPT ![t] = "aborted"]
+    /\ msgs' = msgs \cup {[type |-> "innerAbort", t |-> t, from |-> c]}
+    /\ UNCHANGED <<crashed, cutOff, primary, lock, store, installed, inbox,
+                   coord, coordAt, outer, innerAt, seq, reads, order>>
+
+\* The inner host's NIC has acknowledged the message at every replica in
+\* the configuration.
+ReplicasAcked(t) == \A r \in ConfigReplicas(InnerOf[t]) : t \in inbox[r]
+
+\* The commit point: install, release the inner locks early.
+InnerCommit(t) ==
+    LET c == InnerHost(t) IN
+    /\ inner[t] = "replicating" /\ Up(c)
+    /\ ReplicasAcked(t)
+    /\ Install({c}, t)
+    /\ Release(InnerKeys(t))
+    /\ inner' = [inner EXCEPT ![t] = "committed"]
+    /\ order' = Serialize(t)
+    /\ msgs' = IF ConfigReplicas(InnerOf[t]) = {}
+               THEN msgs \cup {[type |-> "notify", t |-> t, from |-> c]}
+               ELSE msgs
+    /\ UNCHANGED <<crashed, cutOff, primary, inbox, coord, coordAt, outer,
+                   innerAt, seq, reads>>
+
+\* The replica's NIC receives the message (and acknowledges it).  The
+\* receipt that completes the set is t's serialization point (D8): from
+\* here on recovery commits t whatever fails, within the crash bound.
+ReplicaReceive(r, t) ==
+    /\ [type |-> "replicate", t |-> t, from |-> InnerHost(t), to |-> r] \in msgs
+    /\ Up(r) /\ t \notin inbox[r]
+    /\ inbox' = [inbox EXCEPT ![r] = @ \cup {t}]
+    /\ order' = IF \A r2 \in ConfigReplicas(InnerOf[t]) \ {r} : t \in inbox[r2]
+               THEN SerializeOnReceipt(t) ELSE order
+    /\ UNCHANGED <<crashed, cutOff, primary, lock, store, installed, msgs,
+                   coord, coordAt, outer, inner, innerAt, seq, reads>>
+
+\* Every earlier sequence number of the partition is applied here, or can
+\* never arrive (D5).
+InOrder(r, t) ==
+    \A u \in Txn \ {t} :
+        (InnerOf[u] = InnerOf[t] /\ seq[u] \in 1..(seq[t] - 1))
+            => \/ u \in installed[r]
+               \/ u \notin inbox[r] /\ InnerHost(u) \in cutOff
+
+\* Apply in sequence order, then notify the original coordinator.
+ReplicaApply(r, t) ==
+    /\ Up(r) /\ t \in inbox[r] \ installed[r]
+    /\ InOrder(r, t)
+    /\ Install({r}, t)
+    /\ msgs' = msgs \cup {[type |-> "notify", t |-> t, from |-> r]}
+    /\ UNCHANGED <<crashed, cutOff, primary, lock, inbox, coord, coordAt,
+                   outer, inner, innerAt, seq, reads, order>>
+
+-----------------------------------------------------------------------------
+(* Failures and the cluster manager, Section 5.2 *)
+
+Crash(n) ==
+    /\ Up(n) /\ Cardinality(crashed) < MaxCrashes
+    /\ crashed' = crashed \cup {n}
+    /\ UNCHANGED <<cutOff, primary, lock, store, installed, inbox, msgs,
+                   coord, coordAt, outer, inner, innerAt, seq, reads, order>>
+
+\* Close every channel to n (D2): the messages n sent, those sent to it,
+\* and, for a coordinator, its delegations still in flight.
+Severed(n) == {m \in msgs : \/ "from" \in DOMAIN m /\ m.from = n
+                            \/ "to" \in DOMAIN m /\ m.to = n
+                            \/ m.type = "delegate" /\ CoordNode(m.t) = n}
+
+\* Inner-host failure rule: commit iff some surviving replica received the
+\* replication message.
+RecoveryCommits(t, survivors) == \E s \in survivors : t \in inbox[s]
+
+\* The primary of p crashed; a surviving copy j becomes primary.
+\* As inner host: every transaction delegated to the crashed copy is
+\* decided by RecoveryCommits, from the survivors alone: the crashed host's
+\* own state is gone, and an abort it sent may have been dropped with its
+\* channels, so the new primary repeats it.  Those to commit are handed to
+\* every survivor (RecoveryCommit finishes them); the others are aborted,
+\* their inner locks released (D4), and the new primary tells the
+\* coordinator.
+\* As outer participant: the new primary keeps the locks (D3); a
+\* transaction holding them and not yet delegated is marked "failed" there,
+\* and its coordinator aborts it (CoordLearnParticipantFailed).
+RecoverPrimary(p) ==
+    LET n == Primary(p)
+        survivors == {c \in Copies(p) : Up(c) /\ c \notin cutOff}
+        held == {t \in Txn : InnerOf[t] = p /\ innerAt[t] = primary[p]}
+        toCommit == {t \in held : RecoveryCommits(t, survivors)}
+        toAbort == held \ toCommit
+    IN
+    /\ n \in crashed /\ n \notin cutOff
+    /\ \E j \in Index :
+         /\ <<p, j>> \in survivors
+         /\ primary' = [primary EXCEPT ![p] = j]
+         /\ msgs' = (msgs \ Severed(n))
+                    \cup {[type |-> "innerAbort", t |-> t, from |-> <<p, j>>] :
+                            t \in {u \in toAbort : coord[u] = "delegated"}}
+    /\ cutOff' = cutOff \cup {n}
+    /\ inbox' = [c \in AllCopies |-> IF c \in survivors THEN inbox[c] \cup (toCommit \ installed[c])
+                                     ELSE inbox[c]]
+    /\ inner' = [t \in Txn |-> IF t \in toAbort THEN "aborted" ELSE inner[t]]
+    /\ order' = SerializeAll(order, toCommit)
+    /\ lock' = [k \in Key |-> IF lock[k] \in toAbort /\ k \in InnerKeys(lock[k]) THEN None ELSE lock[k]]
+    /\ outer' = [t \in Txn |-> IF coord[t] = "locking" /\ outer[t][p] = "locked"
+                               THEN [outer[t] EXCEPT ![p] = "failed"] ELSE outer[t]]
+    /\ UNCHANGED <<crashed, store, installed, coord, coordAt, innerAt, seq, reads>>
+
+\* Recovery commits, on the new primary, a transaction whose inner host
+\* crashed after replicating it and before committing (Section 5.2, "that
+\* transaction can commit"), once the new primary has applied it; only
+\* then are the crashed host's inner locks released (D4).
+RecoveryCommit(t) ==
+    /\ inner[t] = "replicating" /\ InnerHost(t) \in cutOff
+    /\ Up(Primary(InnerOf[t])) /\ t \in installed[Primary(InnerOf[t])]
+    /\ inner' = [inner EXCEPT ![t] = "committed"]
+    /\ Release(InnerKeys(t))
+    /\ order' = Serialize(t)    \* already serialized on receipt, unless SerializeOnReceipt is replaced
+    /\ UNCHANGED <<crashed, cutOff, primary, store, installed, inbox, msgs,
+                   coord, coordAt, outer, innerAt, seq, reads>>
+
+\* A replica of p crashed: the configuration shrinks, so the inner host no
+\* longer waits for its acknowledgement, and a transaction every remaining
+\* replica has received serializes (D8).  An inner host left without
+\* replicas notifies the coordinators of what it has committed (D6).
+RecoverReplica(c) ==
+    LET p == c[1]
+        lastReplica == ConfigReplicas(p) = {c}
+        committedHere == {t \in Txn : InnerOf[t] = p /\ t \in installed[Primary(p)]}
+        nowAcked == {t \in Txn : /\ InnerOf[t] = p /\ inner[t] = "replicating"
+                                 /\ \A r \in ConfigReplicas(p) \ {c} : t \in inbox[r]}
+    IN
+    /\ c \in crashed /\ c \notin cutOff /\ c # Primary(p)
+    /\ cutOff' = cutOff \cup {c}
+    /\ msgs' = (msgs \ Severed(c))
+               \cup (IF lastReplica
+                     THEN {[type |-> "notify", t |-> t, from |-> Primary(p)] : t \in committedHere}
+                     ELSE {})
+    /\ order' = IF lastReplica THEN order ELSE SerializeAll(order, nowAcked)
+    /\ UNCHANGED <<crashed, primary, lock, store, installed, inbox, coord, coordAt,
+                   outer, inner, innerAt, seq, reads>>
+
+\* t's coordinator crashed.  If the inner partition knows t, its primary
+\* takes the role over; otherwise t is aborted (its delegation, if any, was
+\* dropped with the channels, so the inner host never runs it).
+RecoverCoordinator(t) ==
+    /\ CoordNode(t) \in crashed /\ CoordNode(t) \notin cutOff
+    /\ cutOff' = cutOff \cup {CoordNode(t)}
+    /\ msgs' = msgs \ Severed(CoordNode(t))
+    /\ coordAt' = [coordAt EXCEPT ![t] = "takeover"]
+    /\ coord' = [coord EXCEPT ![t] = IF @ = "locking" \/ (@ = "delegated" /\ inner[t] = "none")
+                                     THEN "aborting" ELSE @]
+    /\ UNCHANGED <<crashed, primary, lock, store, installed, inbox, outer, inner,
+                   innerAt, seq, reads, order>>
+
+-----------------------------------------------------------------------------
+(* The specification *)
+
+Settled ==
+    /\ \A t \in Txn : coord[t] \in {"committed", "aborted"}
+    /\ crashed = cutOff
+    /\ \A t \in Ordered : \A p \in Part : \A c \in Config(p) :
+         Writes(t, p) # {} => t \in installed[c]
+
+\* Every transaction settled: stutter, so that TLC's deadlock check flags
+\* any other state with no step.
+Done == Settled /\ UNCHANGED vars
+
+Protocol ==
+    \/ \E t \in Txn :
+         \/ \E p \in Part : CoordLockOuter(t, p) \/ CoordLockDenied(t, p)
+                            \/ OuterCommit(t, p) \/ OuterRelease(t, p)
+         \/ CoordLearnParticipantFailed(t) \/ CoordDelegate(t) \/ CoordLearnCommit(t) \/ CoordLearnAbort(t) \/ CoordFinish(t)
+         \/ InnerExecute(t) \/ InnerReject(t) \/ InnerCommit(t)
+         \/ \E r \in AllCopies : ReplicaReceive(r, t) \/ ReplicaApply(r, t)
+         \/ RecoverCoordinator(t) \/ RecoveryCommit(t)
+    \/ \E p \in Part : RecoverPrimary(p)
+    \/ \E c \in AllCopies : RecoverReplica(c)
+
+Next == Protocol \/ (\E n \in Node : Crash(n)) \/ Done
+
+\* Crashes are not forced; every protocol and recovery step is.  The state
+\* graph without Crash has no cycle, so weak fairness on Protocol as a
+\* whole drives every behaviour to a state where no step is enabled.
+Spec == Init /\ [][Next]_vars /\ WF_vars(Protocol)
+
+-----------------------------------------------------------------------------
+(* Properties *)
+
+CommittedSomewhere(t) ==
+    \/ t \in Ordered
+    \/ inner[t] = "committed"
+    \/ coord[t] \in {"committing", "committed"}
+    \/ \E p \in Part : outer[t][p] = "committed"
+    \/ \E c \in AllCopies : Up(c) /\ t \in installed[c]
+
+AbortedSomewhere(t) ==
+    \/ inner[t] = "aborted"
+    \/ coord[t] \in {"aborting", "aborted"}
+    \/ \E p \in Part : outer[t][p] = "aborted"
+
+\* No node commits a transaction that another node aborts.  A crashed
+\* replica's applied state is void (crash-stop: it never serves again); a
+\* crashed host's commit is not, and DurabilityInv guards it.
+AtomicityInv == \A t \in Txn : ~(CommittedSomewhere(t) /\ AbortedSomewhere(t))
+
+\* Copy c holds t: installed it, received it, or is the host replicating it.
+Holds(c, t) == \/ t \in inbox[c] \cup installed[c]
+               \/ c = InnerHost(t) /\ inner[t] = "replicating"
+
+\* Once a transaction has serialized, some live copy of its inner partition
+\* holds it (given at most R - 1 crashes per replica group).
+DurabilityInv == \A t \in Ordered : \E c \in Copies(InnerOf[t]) : Up(c) /\ Holds(c, t)
+
+\* Where t stands in the serial order.  With several replicas, one may
+\* apply t before the others have received it: t is then replicating,
+\* holds its inner locks, and goes after everything serialized, by
+\* sequence number.
+SerialPos(t) == IF t \in Ordered THEN Pos(t) ELSE Len(order) + seq[t]
+
+\* Every live copy is a serial prefix, key by key: its value of k is the
+\* last writer of k, in serial order, among what it installed, and it
+\* installed every earlier serialized writer of k.  Nothing is installed
+\* that is neither serialized nor being replicated.
+ReplicaAgreementInv ==
+    \A c \in AllCopies : Up(c) =>
+        /\ \A t \in installed[c] : t \in Ordered \/ inner[t] = "replicating"
+        /\ \A k \in Key : PartOf[k] = c[1] =>
+             LET W == {t \in installed[c] : k \in WriteSet[t]}
+             IN /\ store[c][k] = IF W = {} THEN InitVal
+                                 ELSE CHOOSE t \in W : \A u \in W : SerialPos(u) <= SerialPos(t)
+                /\ \A t \in W, u \in Ordered :
+                     (k \in WriteSet[u] /\ SerialPos(u) < SerialPos(t)) => u \in installed[c]
+
+\* Every transaction is decided at its coordinator, and every live copy of
+\* a partition a committed transaction wrote has installed it.
+TerminationProp == <>[]Settled
+
+\* Refinement of the serial reference: transactions serialize in `order`.
+SerialStore == [k \in Key |-> LastWriter(k, Ordered)]
+\* A transaction aborts, abstractly, when its coordinator decides so: one
+\* transaction a step (recovery may abort several inner regions at once).
+AbsStatus == [t \in Txn |-> IF t \in Ordered THEN "committed"
+                            ELSE IF coord[t] \in {"aborting", "aborted"} THEN "aborted"
+                            ELSE "pending"]
+AbsRead == [t \in Txn |-> IF t \in Ordered THEN reads[t] ELSE [k \in Key |-> NoVal]]
+
+Ser == INSTANCE Serializable WITH store <- SerialStore, status <- AbsStatus, readVal <- AbsRead
+SerializableRefinementProp == Ser!Spec
+=============================================================================

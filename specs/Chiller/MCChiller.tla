@@ -1,0 +1,73 @@
+----------------------------- MODULE MCChiller -----------------------------
+(***************************************************************************)
+(* Workloads for Chiller.tla, and its mutants.  A cfg picks a workload by *)
+(* substituting the key and transaction constants, and a mutant by        *)
+(* substituting one operator.                                              *)
+(***************************************************************************)
+EXTENDS Chiller, TLC
+CONSTANTS t1, t2, t3, p1, p2, p3   \* model values
+
+\* The flight-booking shape of Section 3 on three partitions: "h" is the
+\* contended record (the flight) on p1, the inner host of both
+\* transactions; "a" (a customer) is on p2 and "b" (a seat) on p3.  t1
+\* updates h and a; t2 reads a, updates h and inserts b, and its constraint
+\* check may fail.  Both contend on h (inner) and on a (outer).
+TwoKeys == {"h", "a", "b"}
+TwoPartOf == [k \in TwoKeys |-> CASE k = "h" -> p1 [] k = "a" -> p2 [] k = "b" -> p3]
+TwoRead == (t1 :> {"h", "a"}) @@ (t2 :> {"h", "a"})
+TwoWrite == (t1 :> {"h", "a"}) @@ (t2 :> {"h", "b"})
+TwoInner == (t1 :> p1) @@ (t2 :> p1)
+
+\* The same two transactions contending on h alone: t2 reads h and
+\* writes h and b.  Without the outer lock on a serializing them, t2 can
+\* reach the inner host while t1 is still being replicated or recovered.
+HotOnlyRead == (t1 :> {"h", "a"}) @@ (t2 :> {"h"})
+
+\* A chain across two inner hosts: t1 (inner host p1) updates h and a; t2
+\* (inner host p3) reads a and writes b.  Once t1's replica notifies its
+\* coordinator, a is committed and unlocked, and t2 can read t1's a and
+\* commit on p3 before p1 commits t1.
+ChainRead == (t1 :> {"h", "a"}) @@ (t2 :> {"a"})
+ChainWrite == (t1 :> {"h", "a"}) @@ (t2 :> {"b"})
+ChainInner == (t1 :> p1) @@ (t2 :> p3)
+
+\* The paper's serialization point, "when their inner host commits".
+PaperSerializeOnReceipt(t) == order
+
+\* Larger, for manual runs: a third transaction updates h and b.
+ThreeRead == TwoRead @@ (t3 :> {"h"})
+ThreeWrite == TwoWrite @@ (t3 :> {"h", "b"})
+ThreeInner == TwoInner @@ (t3 :> p1)
+
+\* Mutant: the inner host commits without waiting for its replicas' acks.
+MutantReplicasAckedNotAwaited(t) == TRUE
+
+\* Mutant: the inner host waits for acks from every replica, even one the
+\* cluster manager has removed from the configuration.
+MutantReplicasAckedByAll(t) ==
+    \A r \in Copies(InnerOf[t]) \ {InnerHost(t)} : t \in inbox[r]
+
+\* Mutant: recovery commits only what a survivor has already applied, so
+\* it aborts a transaction a surviving replica received but not yet applied.
+MutantRecoveryCommitsIfApplied(t, survivors) == \E s \in survivors : t \in installed[s]
+
+\* Mutant: an outer participant that has granted t's locks aborts t on its
+\* own (a lock timeout, say) and releases them.  Replacing OuterRelease, it
+\* drops that action's coordinator guard, so it covers OuterRelease too.
+MutantOuterRelease(t, p) ==
+    /\ outer[t][p] = "locked" /\ Up(Primary(p))
+    /\ Release(KeysOn(t, p))
+    /\ outer' = [outer EXCEPT ![t][p] = "aborted"]
+    /\ UNCHANGED <<crashed, cutOff, primary, store, installed, inbox, msgs,
+                   coord, coordAt, inner, innerAt, seq, reads, order>>
+
+\* Mutant: a replica applies whatever it holds, ignoring sequence order.
+MutantInOrder(r, t) == TRUE
+
+\* Mutant: a new primary serves before applying the messages it holds.
+MutantCaughtUp(c) == TRUE
+
+\* Mutant: cutting a coordinator off leaves its delegation in flight.
+MutantSevered(n) == {m \in msgs : \/ "from" \in DOMAIN m /\ m.from = n
+                                  \/ "to" \in DOMAIN m /\ m.to = n}
+=============================================================================
