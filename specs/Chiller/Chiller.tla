@@ -58,9 +58,11 @@
 (*    recovery first hands every message a survivor received to all       *)
 (*    survivors, so a number still missing then belongs to an aborted     *)
 (*    transaction.                                                        *)
-(* D6 The coordinator resumes when every replica in the configuration     *)
-(*    has notified, and at least one copy has.  An inner host with no     *)
-(*    replica left in the configuration notifies the coordinator itself.  *)
+(* D6 The coordinator resumes when every copy of the inner partition in   *)
+(*    the configuration, other than the host it delegated to, has         *)
+(*    notified (a replica promoted to primary still counts), and at least *)
+(*    one copy has.  An inner host with no replica left in the           *)
+(*    configuration notifies the coordinator itself.                      *)
 (* D7 A coordinator taken over by the inner host's partition learns the   *)
 (*    inner decision from that partition's log (`inner`), not by message. *)
 (* D8 The serialization point is the irrevocable receipt (above).         *)
@@ -272,7 +274,7 @@ Notifiers(t) == {m.from : m \in {n \in msgs : n.type = "notify" /\ n.t = t}}
 CommitKnown(t) ==
     IF coordAt[t] = "origin"
     THEN /\ Notifiers(t) # {}
-         /\ ConfigReplicas(InnerOf[t]) \subseteq Notifiers(t)
+         /\ Config(InnerOf[t]) \ {InnerHost(t)} \subseteq Notifiers(t)
     ELSE inner[t] = "committed"
 
 AbortKnown(t) ==
@@ -423,8 +425,9 @@ RecoveryCommits(t, survivors) == \E s \in survivors : t \in inbox[s]
 \* The primary of p crashed; a surviving copy j becomes primary.
 \* As inner host: every transaction delegated to the crashed copy is
 \* decided by RecoveryCommits, from the survivors alone: the crashed host's
-\* own state is gone, and an abort it sent may have been dropped with its
-\* channels, so the new primary repeats it.  Those to commit are handed to
+\* own state is gone.  An abort the partition sent may have been dropped
+\* with the crashed copy's channels, so the new primary repeats every abort
+\* whose coordinator is still waiting (Section 5.2's pending list).  Those to commit are handed to
 \* every survivor (RecoveryCommit finishes them); the others are aborted,
 \* their inner locks released (D4), and the new primary tells the
 \* coordinator.
@@ -444,7 +447,8 @@ RecoverPrimary(p) ==
          /\ primary' = [primary EXCEPT ![p] = j]
          /\ msgs' = (msgs \ Severed(n))
                     \cup {[type |-> "innerAbort", t |-> t, from |-> <<p, j>>] :
-                            t \in {u \in toAbort : coord[u] = "delegated"}}
+                            t \in {u \in Txn : /\ InnerOf[u] = p /\ coord[u] = "delegated"
+                                               /\ (u \in toAbort \/ inner[u] = "aborted")}}
     /\ cutOff' = cutOff \cup {n}
     /\ inbox' = [c \in AllCopies |-> IF c \in survivors THEN inbox[c] \cup (toCommit \ installed[c])
                                      ELSE inbox[c]]

@@ -1,0 +1,92 @@
+----------------------------- MODULE MCReactDB -----------------------------
+(***************************************************************************)
+(* Workloads for ReactDB.tla, and its mutants.                            *)
+(***************************************************************************)
+EXTENDS ReactDB, TLC
+CONSTANTS tR, a, b, c, uR, u1, u2, vR,    \* (sub-)transactions
+          RA, RB, RB2, C1, C2              \* reactors and containers
+
+R(k) == [op |-> "r", key |-> k]
+W(k) == [op |-> "w", key |-> k]
+CallOp(m) == [op |-> "call", sub |-> m]
+
+\* Reactor RA (key x) is on container C1; RB (key w) and RB2 (key y) on C2.
+Reactors == {RA, RB, RB2}
+ReactorContainer == (RA :> C1) @@ (RB :> C2) @@ (RB2 :> C2)
+Keys == {"x", "w", "y"}
+Owner == ("x" :> RA) @@ ("w" :> RB) @@ ("y" :> RB2)
+Order == <<C1, C2>>
+
+\* T (root tR on C1) reads x and calls a and b asynchronously, both on C2,
+\* so they share T's context there: a writes w blindly; b calls c on RB2,
+\* synchronously (same container), which updates y.
+TOps == (tR :> << R("x"), CallOp(a), CallOp(b) >>) @@ (a :> << W("w") >>) @@
+        (b :> << CallOp(c) >>) @@ (c :> << R("y"), W("y") >>)
+TRootOf == (tR :> tR) @@ (a :> tR) @@ (b :> tR) @@ (c :> tR)
+TReactorOf == (tR :> RA) @@ (a :> RB) @@ (b :> RB) @@ (c :> RB2)
+TwoRoots == {tR, uR}
+
+\* Workload "children": U (root uR on C2) writes w and calls u2 on RB2
+\* synchronously to write y: it conflicts with both of T's children.
+ChildrenNodes == {tR, a, b, c, uR, u2}
+ChildrenRootOf == TRootOf @@ (uR :> uR) @@ (u2 :> uR)
+ChildrenReactorOf == TReactorOf @@ (uR :> RB) @@ (u2 :> RB2)
+ChildrenOps == TOps @@ (uR :> << W("w"), CallOp(u2) >>) @@ (u2 :> << W("y") >>)
+
+\* Workload "blind": U writes w and calls u1 on C1 asynchronously to write
+\* x: it conflicts with T's root (x, which T only reads) and with a's blind
+\* write of w.
+BlindNodes == {tR, a, b, c, uR, u1}
+BlindRootOf == TRootOf @@ (uR :> uR) @@ (u1 :> uR)
+BlindReactorOf == TReactorOf @@ (uR :> RB) @@ (u1 :> RA)
+BlindOps == TOps @@ (uR :> << W("w"), CallOp(u1) >>) @@ (u1 :> << W("x") >>)
+
+\* Larger, for manual runs: the children workload and a third root V on
+\* RB2 that updates y.
+ThreeNodes == ChildrenNodes \cup {vR}
+ThreeRoots == TwoRoots \cup {vR}
+ThreeRootOf == ChildrenRootOf @@ (vR :> vR)
+ThreeReactorOf == ChildrenReactorOf @@ (vR :> RB2)
+ThreeOps == ChildrenOps @@ (vR :> << R("y"), W("y") >>)
+
+\* Mutant: the root commits without waiting for its sub-transactions.
+MutantSubTxnsDone(n) == IF n \in Root THEN TRUE ELSE \A m \in Children(n) : status[m] \in {"idle", "done"}
+
+\* Mutant: remote containers are not validated.
+MutantValidates(r, cont) ==
+    IF cont # Cont(r) THEN TRUE
+    ELSE IF Validation = "linear" THEN LocksFree(r, cont) /\ ReadsValid(r, cont) ELSE ReadsValid(r, cont)
+
+\* Mutant: a thread takes a context another thread is using.
+MutantContextFree(r, cont) == TRUE
+
+\* Mutant: a dequeue that leaves the sub-transaction at the head of the
+\* queue (a lost pop), so another thread runs it again.
+MutantDequeue(cont) ==
+    LET n == Head(queue[cont])  r == RootOf[n] IN
+    /\ queue[cont] # << >>
+    /\ starts' = [starts EXCEPT ![n] = @ + 1]
+    /\ holder' = [holder EXCEPT ![r][cont] = n]
+    /\ spans' = [spans EXCEPT ![r] = @ \cup {cont}]
+    /\ status' = [status EXCEPT ![n] = "running"]
+    /\ UNCHANGED <<queue, failed, pc, loaded, buf, rs, ws, phase, step, lock, store, written>>
+
+\* Mutant: the write phase stops after the source container.
+MutantWriteStep(r) ==
+    LET cont == At(r) IN
+    /\ phase[r] = "writing"
+    /\ store' = [k \in Key |-> IF k \in ws[r][cont] THEN r ELSE store[k]]
+    /\ lock' = [k \in Key |-> IF lock[k] = r THEN None ELSE lock[k]]
+    /\ written' = [written EXCEPT ![r] = @ \cup {cont}]
+    /\ phase' = [phase EXCEPT ![r] = "committed"]
+    /\ status' = [status EXCEPT ![r] = "done"]
+    /\ holder' = [holder EXCEPT ![r][Cont(r)] = None]
+    /\ UNCHANGED <<pc, loaded, buf, queue, spans, rs, ws, failed, step, starts>>
+\* Mutant: commitOrAbort is called only when execution succeeded, so a
+\* root hit by the conservative abort never finishes.
+MutantBeginCommit(r) ==
+    /\ status[r] = "waiting" /\ phase[r] = "exec" /\ SubTxnsDone(r) /\ ~failed[r]
+    /\ phase' = [phase EXCEPT ![r] = IF Validation = "linear" THEN "validating" ELSE "locking"]
+    /\ UNCHANGED <<status, pc, loaded, buf, queue, holder, spans, rs, ws, failed, step,
+                   lock, store, written, starts>>
+=============================================================================
