@@ -386,8 +386,9 @@ TerminationProp == <>[]Settled
 \* Serializability.  The committed roots, and the ones in their write phase
 \* (decided: their writes are locked and about to be installed), run one at
 \* a time in some order from the initial store, read exactly what they read
-\* here and leave exactly this store.  See proofs/ReactDB.md, 2, for why
-\* this is checked over all orders rather than as a step-by-step refinement.
+\* here and leave exactly this store.  This needs no serialization point;
+\* ReactDBSerial.tla checks the step-by-step refinement of Serializable.tla,
+\* which does (proofs/ReactDB.md, 2).
 Committing == {r \in Root : phase[r] \in {"writing", "committed"}}
 CurrentStore == [k \in Key |-> IF \E r \in Committing : phase[r] = "writing" /\ \E c \in Container : k \in ws[r][c]
                                THEN CHOOSE r \in Committing : phase[r] = "writing" /\ \E c \in Container : k \in ws[r][c]
