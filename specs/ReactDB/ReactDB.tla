@@ -33,7 +33,7 @@
 (* D3 A database context is not thread-safe: adding a key to a write set  *)
 (*    is a load and a store (WriteLoad, WriteStore).  This is what makes  *)
 (*    "one thread per context" necessary, and the mutant that drops the   *)
-(*    rule lose a write.                                                  *)
+(*    rule loses a write.                                                 *)
 (* D4 Validation in a container (Silo's phase 1 and 2) locks that         *)
 (*    container's write set and checks its read set: every value read is  *)
 (*    still current and not locked by another root.  A lock held by       *)
