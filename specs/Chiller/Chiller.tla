@@ -6,7 +6,8 @@
 (* Roles.  Each transaction t has a coordinator node <<t, 0>>.  Each       *)
 (* partition p has R copies <<p, 1>> .. <<p, R>>; primary[p] names the     *)
 (* one that serves.  InnerOf[t] is t's inner host partition; its other     *)
-(* keys are t's outer region.  The cluster manager is the Recover* actions. *)
+(* keys are t's outer region.  The cluster manager is the Recover*         *)
+(* actions.                                                                *)
 (*                                                                         *)
 (* The five steps of Section 3.3 (steps 1-2, choosing the regions, are     *)
 (* the constants InnerOf and the key sets):                                *)
@@ -16,56 +17,55 @@
 (*      (locks and the constraint check), ReplicaReceive / ReplicaApply    *)
 (*      (Section 5.1, in sequence order, notifying the coordinator), and   *)
 (*      InnerCommit (after the NIC acks, releasing the inner locks).       *)
-(*   5) CoordLearnCommit, then OuterCommit on each outer partition;         *)
+(*   5) CoordLearnCommit, then OuterCommit on each outer partition;        *)
 (*      or CoordLearnAbort, then OuterRelease.                             *)
 (* Failures (Section 5.2): Crash stops any node; the cluster manager cuts  *)
 (* it off (drops the messages it sent or was sent) and runs recovery:      *)
 (* RecoverPrimary (inner host or outer participant), RecoverReplica,       *)
 (* RecoverCoordinator.                                                     *)
 (*                                                                         *)
-(* Transactions serialize when their inner region becomes irrevocable:    *)
-(* when every replica in the configuration has received its replication  *)
-(* message (ReplicaReceive, or RecoverReplica when the configuration      *)
-(* shrinks), when recovery decides to commit it, or at InnerCommit if the *)
-(* host has no replica left.  The paper says "at *)
-(* the inner host commit"; TLC shows that point is too late, because the  *)
-(* coordinator resumes on the replicas' notifications and may release the *)
-(* outer locks before the host commits (D8, proofs/Chiller.md).  The      *)
-(* ghost `order` records the sequence; it only feeds the refinement       *)
-(* mapping and the invariants.                                             *)
+(* Transactions serialize when their inner region becomes irrevocable:     *)
+(* when every replica in the configuration has received its replication    *)
+(* message (ReplicaReceive, or RecoverReplica when the configuration       *)
+(* shrinks), when recovery decides to commit it, or at InnerCommit if the  *)
+(* host has no replica left.  The paper says "at the inner host commit";   *)
+(* TLC shows that point is too late, because the coordinator resumes on    *)
+(* the replicas' notifications and may release the outer locks before the  *)
+(* host commits (D8, proofs/Chiller.md).  The ghost `order` records the    *)
+(* sequence; it only feeds the refinement mapping and the invariants.      *)
 (*                                                                         *)
 (* Decisions where the paper is silent or vague (proofs/Chiller.md, 3):    *)
-(* D1 Messages are a set: the network may reorder and a message stays     *)
-(*    until its receiver acts on it (receivers guard on their own state,  *)
-(*    so a message is acted on once).  RDMA queue pairs are FIFO; a set   *)
+(* D1 Messages are a set: the network may reorder and a message stays      *)
+(*    until its receiver acts on it (receivers guard on their own state,   *)
+(*    so a message is acted on once).  RDMA queue pairs are FIFO; a set    *)
 (*    allows every order, so safety here holds for FIFO channels too.  The *)
-(*    one ordering the protocol needs is carried by sequence numbers.     *)
-(* D2 A message is addressed to a node, not to a partition.  When the     *)
-(*    cluster manager cuts a node off it drops every message from or to   *)
-(*    it.  A delegation addressed to a crashed inner host must not reach  *)
-(*    its successor: recovery may already have aborted the transaction.  *)
-(* D3 An outer participant's lock grant is replicated like its writes     *)
-(*    (synchronous log shipping, Section 5.1 "as normal"), so the replica *)
-(*    that takes over holds the same locks.  Outer replication is one     *)
-(*    step over the live copies; the inner region's is modelled in full.  *)
-(* D4 Inner locks are volatile, but recovery keeps a crashed host's inner *)
-(*    locks until it has decided each transaction: it releases them when  *)
-(*    it aborts one, and RecoveryCommit when the new primary has applied  *)
-(*    one it commits.  The new primary serves nothing until it has        *)
-(*    applied every replication message it holds (CaughtUp).              *)
-(* D5 Sequence gaps: a replica applies in sequence order; a missing       *)
-(*    number is skipped only once its sender is cut off, because          *)
-(*    recovery first hands every message a survivor received to all       *)
-(*    survivors, so a number still missing then belongs to an aborted     *)
-(*    transaction.                                                        *)
-(* D6 The coordinator resumes when every copy of the inner partition in   *)
-(*    the configuration, other than the host it delegated to, has         *)
-(*    notified (a replica promoted to primary still counts), and at least *)
-(*    one copy has.  An inner host with no replica left in the           *)
-(*    configuration notifies the coordinator itself.                      *)
-(* D7 A coordinator taken over by the inner host's partition learns the   *)
-(*    inner decision from that partition's log (`inner`), not by message. *)
-(* D8 The serialization point is the irrevocable receipt (above).         *)
+(*    one ordering the protocol needs is carried by sequence numbers.      *)
+(* D2 A message is addressed to a node, not to a partition.  When the      *)
+(*    cluster manager cuts a node off it drops every message from or to    *)
+(*    it.  A delegation addressed to a crashed inner host must not reach   *)
+(*    its successor: recovery may already have aborted the transaction.    *)
+(* D3 An outer participant's lock grant is replicated like its writes      *)
+(*    (synchronous log shipping, Section 5.1 "as normal"), so the replica  *)
+(*    that takes over holds the same locks.  Outer replication is one      *)
+(*    step over the live copies; the inner region's is modelled in full.   *)
+(* D4 Inner locks are volatile, but recovery keeps a crashed host's inner  *)
+(*    locks until it has decided each transaction: it releases them when   *)
+(*    it aborts one, and RecoveryCommit when the new primary has applied   *)
+(*    one it commits.  The new primary serves nothing until it has         *)
+(*    applied every replication message it holds (CaughtUp).               *)
+(* D5 Sequence gaps: a replica applies in sequence order; a missing        *)
+(*    number is skipped only once its sender is cut off, because           *)
+(*    recovery first hands every message a survivor received to all        *)
+(*    survivors, so a number still missing then belongs to an aborted      *)
+(*    transaction.                                                         *)
+(* D6 The coordinator resumes when every copy of the inner partition in    *)
+(*    the configuration, other than the host it delegated to, has          *)
+(*    notified (a replica promoted to primary still counts), and at least  *)
+(*    one copy has.  An inner host with no replica left in the             *)
+(*    configuration notifies the coordinator itself.                       *)
+(* D7 A coordinator taken over by the inner host's partition learns the    *)
+(*    inner decision from that partition's log (`inner`), not by message.  *)
+(* D8 The serialization point is the irrevocable receipt (above).          *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets
 
@@ -166,7 +166,7 @@ Init ==
     /\ order = << >>
 
 -----------------------------------------------------------------------------
-(* Helpers *)
+(* Helpers                                                                 *)
 
 Primary(p) == <<p, primary[p]>>
 Up(n) == n \notin crashed
@@ -220,7 +220,7 @@ NextSeq(p) ==
     IN 1 + (CHOOSE m \in used : \A n \in used : n <= m)
 
 -----------------------------------------------------------------------------
-(* Coordinator, steps 3-5 *)
+(* Coordinator, steps 3-5                                                  *)
 
 \* Step 3: lock and read t's keys on outer partition p (NO_WAIT).
 CoordLockOuter(t, p) ==
@@ -321,7 +321,7 @@ CoordFinish(t) ==
                    coordAt, outer, inner, innerAt, seq, reads, order>>
 
 -----------------------------------------------------------------------------
-(* Inner host, step 4 and Section 5.1 *)
+(* Inner host, step 4 and Section 5.1                                      *)
 
 Delegated(t, c) == [type |-> "delegate", t |-> t, to |-> c] \in msgs
 
@@ -404,7 +404,7 @@ ReplicaApply(r, t) ==
                    outer, inner, innerAt, seq, reads, order>>
 
 -----------------------------------------------------------------------------
-(* Failures and the cluster manager, Section 5.2 *)
+(* Failures and the cluster manager, Section 5.2                           *)
 
 Crash(n) ==
     /\ Up(n) /\ Cardinality(crashed) < MaxCrashes
@@ -507,7 +507,7 @@ RecoverCoordinator(t) ==
                    innerAt, seq, reads, order>>
 
 -----------------------------------------------------------------------------
-(* The specification *)
+(* The specification                                                       *)
 
 Settled ==
     /\ \A t \in Txn : coord[t] \in {"committed", "aborted"}
@@ -538,7 +538,7 @@ Next == Protocol \/ (\E n \in Node : Crash(n)) \/ Done
 Spec == Init /\ [][Next]_vars /\ WF_vars(Protocol)
 
 -----------------------------------------------------------------------------
-(* Properties *)
+(* Properties                                                              *)
 
 CommittedSomewhere(t) ==
     \/ t \in Ordered

@@ -1,7 +1,7 @@
 ----------------------------- MODULE MCChiller -----------------------------
 (***************************************************************************)
-(* Workloads for Chiller.tla, and its mutants.  A cfg picks a workload by *)
-(* substituting the key and transaction constants, and a mutant by        *)
+(* Workloads for Chiller.tla, and its mutants.  A cfg picks a workload by  *)
+(* substituting the key and transaction constants, and a mutant by         *)
 (* substituting one operator.                                              *)
 (***************************************************************************)
 EXTENDS Chiller, TLC

@@ -1,6 +1,6 @@
 ----------------------------- MODULE MCReactDB -----------------------------
 (***************************************************************************)
-(* Workloads for ReactDB.tla, and its mutants.                            *)
+(* Workloads for ReactDB.tla, and its mutants.                             *)
 (***************************************************************************)
 EXTENDS ReactDB, TLC
 CONSTANTS tR, a, b, c, uR, u1, u2, vR,    \* (sub-)transactions

@@ -3,48 +3,48 @@
 (* ReactDB's asynchronous nested sub-transactions and its commit protocol  *)
 (* (seed 004, Sections 2.2 and 3, Algorithms 1-3).                         *)
 (*                                                                         *)
-(* Each root transaction is a static tree of (sub-)transactions: node n   *)
-(* runs on reactor ReactorOf[n], in that reactor's container, and its     *)
-(* logic Ops[n] reads and writes keys of its own reactor and calls other  *)
-(* nodes.  A call into the caller's container runs synchronously, on the  *)
-(* caller's thread and in the caller's database context (Alg. 2 lines    *)
-(* 10-12); any other is enqueued on the destination container's executor  *)
-(* (Alg. 2 line 15) and later dequeued by one of its threads (Alg. 1).    *)
-(* A (sub-)transaction completes only when its logic is done and all the  *)
-(* sub-transactions it called have completed, recursively (Alg. 1 line    *)
-(* 16); a sub-transaction then dispatches its result to its parent (line  *)
-(* 20), and a root starts the commit protocol (line 18, Alg. 3).          *)
+(* Each root transaction is a static tree of (sub-)transactions: node n    *)
+(* runs on reactor ReactorOf[n], in that reactor's container, and its      *)
+(* logic Ops[n] reads and writes keys of its own reactor and calls other   *)
+(* nodes.  A call into the caller's container runs synchronously, on the   *)
+(* caller's thread and in the caller's database context (Alg. 2 lines      *)
+(* 10-12); any other is enqueued on the destination container's executor   *)
+(* (Alg. 2 line 15) and later dequeued by one of its threads (Alg. 1).     *)
+(* A (sub-)transaction completes only when its logic is done and all the   *)
+(* sub-transactions it called have completed, recursively (Alg. 1 line     *)
+(* 16); a sub-transaction then dispatches its result to its parent (line   *)
+(* 20), and a root starts the commit protocol (line 18, Alg. 3).           *)
 (*                                                                         *)
-(* Concurrency control is Silo's OCC, one database context per root and   *)
-(* container (`rs`, `ws`): reads record the value read (values name their *)
-(* writer, so a value identifies a version), writes are buffered.         *)
+(* Concurrency control is Silo's OCC, one database context per root and    *)
+(* container (`rs`, `ws`): reads record the value read (values name their  *)
+(* writer, so a value identifies a version), writes are buffered.          *)
 (*                                                                         *)
 (* Decisions where the paper is silent or vague (proofs/ReactDB.md, 3):    *)
-(* D1 Threads are unbounded: every dequeued (sub-)transaction runs on its *)
+(* D1 Threads are unbounded: every dequeued (sub-)transaction runs on its  *)
 (*    own thread.  The paper's scheduler caps ACTIVE threads, and a        *)
-(*    BLOCKED thread lets another run, so any two (sub-)transactions of a *)
-(*    container can be in progress at once; a cap only removes            *)
-(*    interleavings, so safety here implies safety with the cap.          *)
-(* D2 A thread uses its context from dequeue until its (sub-)transaction  *)
-(*    completes, waiting for children included.  A sub-transaction        *)
-(*    dequeued while another thread holds its context causes the          *)
-(*    conservative abort: the whole root transaction is marked failed,    *)
-(*    every node still to run skips its logic, and the root aborts.       *)
-(* D3 A database context is not thread-safe: adding a key to a write set  *)
-(*    is a load and a store (WriteLoad, WriteStore).  This is what makes  *)
-(*    "one thread per context" necessary, and the mutant that drops the   *)
-(*    rule loses a write.                                                 *)
-(* D4 Validation in a container (Silo's phase 1 and 2) locks that         *)
-(*    container's write set and checks its read set: every value read is  *)
-(*    still current and not locked by another root.  A lock held by       *)
-(*    another root fails validation at once (no waiting across            *)
-(*    containers, so the linear 2PC cannot deadlock).                     *)
-(* D5 Validation = "linear" is Algorithm 3 as written: lock and validate  *)
-(*    container by container.  TLC shows it is not serializable when a    *)
-(*    later container holds a blind write (proofs/ReactDB.md, 4).         *)
-(*    Validation = "lockFirst" takes every container's write locks first, *)
-(*    in the same order, then validates every read set: Silo's order of   *)
-(*    phases, across containers.  It is the protocol the engine builds.   *)
+(*    BLOCKED thread lets another run, so any two (sub-)transactions of a  *)
+(*    container can be in progress at once; a cap only removes             *)
+(*    interleavings, so safety here implies safety with the cap.           *)
+(* D2 A thread uses its context from dequeue until its (sub-)transaction   *)
+(*    completes, waiting for children included.  A sub-transaction         *)
+(*    dequeued while another thread holds its context causes the           *)
+(*    conservative abort: the whole root transaction is marked failed,     *)
+(*    every node still to run skips its logic, and the root aborts.        *)
+(* D3 A database context is not thread-safe: adding a key to a write set   *)
+(*    is a load and a store (WriteLoad, WriteStore).  This is what makes   *)
+(*    "one thread per context" necessary, and the mutant that drops the    *)
+(*    rule loses a write.                                                  *)
+(* D4 Validation in a container (Silo's phase 1 and 2) locks that          *)
+(*    container's write set and checks its read set: every value read is   *)
+(*    still current and not locked by another root.  A lock held by        *)
+(*    another root fails validation at once (no waiting across             *)
+(*    containers, so the linear 2PC cannot deadlock).                      *)
+(* D5 Validation = "linear" is Algorithm 3 as written: lock and validate   *)
+(*    container by container.  TLC shows it is not serializable when a     *)
+(*    later container holds a blind write (proofs/ReactDB.md, 4).          *)
+(*    Validation = "lockFirst" takes every container's write locks first,  *)
+(*    in the same order, then validates every read set: Silo's order of    *)
+(*    phases, across containers.  It is the protocol the engine builds.    *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets
 
@@ -141,7 +141,7 @@ Init ==
     /\ starts = [n \in SubTxn |-> 0]
 
 -----------------------------------------------------------------------------
-(* Executors: Algorithms 1 and 2 *)
+(* Executors: Algorithms 1 and 2                                           *)
 
 \* A client submits root r to its container's executor queue.
 Submit(r) ==
@@ -259,7 +259,7 @@ Complete(n) ==
                    lock, store, written, starts>>
 
 -----------------------------------------------------------------------------
-(* The coordinator: Algorithm 3, a linear 2PC over OCC *)
+(* The coordinator: Algorithm 3, a linear 2PC over OCC                     *)
 
 \* The source container first, then the remote ones in ContainerOrder.
 ValOrder(r) == <<Cont(r)>> \o SelectSeq(ContainerOrder, LAMBDA c : c \in spans[r] /\ c # Cont(r))
@@ -330,7 +330,7 @@ AbortAll(r) ==
     /\ UNCHANGED <<pc, loaded, buf, queue, spans, rs, ws, failed, step, store, written, starts>>
 
 -----------------------------------------------------------------------------
-(* The specification *)
+(* The specification                                                       *)
 
 Decided == {"committed", "aborted"}
 Settled == \A r \in Root : phase[r] \in Decided
@@ -351,7 +351,7 @@ Next == Protocol \/ Done
 Spec == Init /\ [][Next]_vars /\ WF_vars(Protocol)
 
 -----------------------------------------------------------------------------
-(* Properties *)
+(* Properties                                                              *)
 
 \* No sub-transaction runs twice, and one that is started is never lost:
 \* by the time its root commits or aborts, it has completed.
