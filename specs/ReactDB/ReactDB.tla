@@ -82,8 +82,10 @@ ASSUME /\ Root \subseteq SubTxn /\ RootOf \in [SubTxn -> Root]
        /\ Validation \in {"linear", "lockFirst"}
 
 \* The transaction's whole program, for the serial reference.
-RootReads(r) == {o.key : o \in {p \in UNION {OpsAt(n) : n \in {m \in SubTxn : RootOf[m] = r}} : p.op = "r"}}
-RootWrites(r) == {o.key : o \in {p \in UNION {OpsAt(n) : n \in {m \in SubTxn : RootOf[m] = r}} : p.op = "w"}}
+TreeKeys(r, kind) ==
+    {o.key : o \in {p \in UNION {OpsAt(n) : n \in {m \in SubTxn : RootOf[m] = r}} : p.op = kind}}
+RootReads(r) == TreeKeys(r, "r")
+RootWrites(r) == TreeKeys(r, "w")
 
 VARIABLES
     status,     \* status[n] \in {"idle", "queued", "running", "waiting", "done"}
@@ -390,9 +392,8 @@ TerminationProp == <>[]Settled
 \* ReactDBSerial.tla checks the step-by-step refinement of Serializable.tla,
 \* which does (proofs/ReactDB.md, 2).
 Committing == {r \in Root : phase[r] \in {"writing", "committed"}}
-CurrentStore == [k \in Key |-> IF \E r \in Committing : phase[r] = "writing" /\ \E c \in Container : k \in ws[r][c]
-                               THEN CHOOSE r \in Committing : phase[r] = "writing" /\ \E c \in Container : k \in ws[r][c]
-                               ELSE store[k]]
+Installing(k) == {r \in Committing : phase[r] = "writing" /\ \E c \in Container : k \in ws[r][c]}
+CurrentStore == [k \in Key |-> IF Installing(k) # {} THEN CHOOSE r \in Installing(k) : TRUE ELSE store[k]]
 \* The committed roots' effect is their whole programs: the serial
 \* reference's read and write sets (Serializable.tla).
 \* Runs sequence s serially from store st: {the store after}, or {} as
