@@ -1,0 +1,44 @@
+using Contend.Engine.Runtime;
+
+namespace Contend.Engine.History;
+
+/// <summary>What a committed transaction did to one row.</summary>
+/// <param name="Row">table id in the high 24 bits, row in the low 40</param>
+/// <param name="Version">for a read, the version seen; for a write, the version it overwrote
+/// (<see cref="HistoryRecorder.NewRow"/> for an insert)</param>
+public readonly record struct Access(long Row, long Version, bool IsWrite);
+
+public sealed record CommittedTxn(long Id, string TxnProgram, Access[] Accesses);
+
+/// <summary>
+/// Records, per worker, each committed transaction's reads (which version it saw) and
+/// writes (which version it overwrote; the version it installs is its own id). Turned on
+/// per run; when off, protocols skip it with one null check per commit.
+/// </summary>
+public sealed class HistoryRecorder
+{
+    public const long NewRow = -1;
+
+    readonly List<CommittedTxn>[] _perWorker;
+
+    public HistoryRecorder(int workers)
+    {
+        _perWorker = new List<CommittedTxn>[workers];
+        for (int i = 0; i < workers; i++) _perWorker[i] = new List<CommittedTxn>();
+    }
+
+    public static long RowKey(int table, int row) => ((long)table << 40) | (uint)row;
+
+    /// <summary>Called by the committing worker, from the context's access set: every access
+    /// with a version read or a write installed.</summary>
+    public void Commit(TxnContext ctx, List<Access> accesses) =>
+        _perWorker[ctx.Worker].Add(new CommittedTxn(ctx.TxnId, ctx.Program.Name, accesses.ToArray()));
+
+    /// <summary>All committed transactions; call only once the workers have stopped.</summary>
+    public List<CommittedTxn> Collect() => _perWorker.SelectMany(l => l).ToList();
+
+    public void Clear()
+    {
+        foreach (var l in _perWorker) l.Clear();
+    }
+}

@@ -1,0 +1,206 @@
+namespace Contend.Engine.History;
+
+public enum EdgeKind : byte
+{
+    /// <summary>ww: the target overwrote the source's version.</summary>
+    WriteWrite,
+    /// <summary>wr: the target read the source's version.</summary>
+    WriteRead,
+    /// <summary>rw (anti-dependency): the source read a version the target overwrote.</summary>
+    ReadWrite,
+}
+
+public readonly record struct Edge(long From, long To, EdgeKind Kind, long Row);
+
+/// <summary>One anomaly: a cycle of the direct serialization graph, or a history no
+/// serializable execution can produce at all (a read of an uncommitted version, two
+/// committed writers overwriting the same version).</summary>
+public sealed record Anomaly(string Kind, string Description, IReadOnlyList<Edge> Cycle);
+
+/// <summary>
+/// Checks a recorded history for serializability (Adya's direct serialization graph).
+/// Versions are writers' transaction ids, so reads-from is exact and the version order of a
+/// row is the chain of "overwrote" links its writes recorded. A cycle is reported with its
+/// transactions, rows and edge kinds, and named as in Adya's thesis: G0 (ww only), G1c
+/// (ww and wr), G2 (with an anti-dependency; G-single when exactly one).
+/// </summary>
+public static class SerializabilityChecker
+{
+    public sealed record Report(int Transactions, long Edges, IReadOnlyList<Anomaly> Anomalies)
+    {
+        public bool Serializable => Anomalies.Count == 0;
+    }
+
+    /// <param name="maxReported">cycles beyond this many are counted in the SCCs but not described</param>
+    public static Report Check(IReadOnlyList<CommittedTxn> history, int maxReported = 5)
+    {
+        var anomalies = new List<Anomaly>();
+        var committed = new HashSet<long>(history.Count);
+        foreach (var t in history) committed.Add(t.Id);
+
+        // Version order per row: who overwrote (row, version).
+        var overwriter = new Dictionary<(long Row, long Version), long>();
+        foreach (var t in history)
+        {
+            foreach (var a in t.Accesses)
+            {
+                if (!a.IsWrite || a.Version == HistoryRecorder.NewRow) continue;
+                if (!overwriter.TryAdd((a.Row, a.Version), t.Id) && anomalies.Count < maxReported)
+                {
+                    long other = overwriter[(a.Row, a.Version)];
+                    anomalies.Add(new Anomaly("lost update",
+                        $"transactions {Txn(other)} and {Txn(t.Id)} both overwrote version {Txn(a.Version)} of {RowName(a.Row)}",
+                        []));
+                }
+            }
+        }
+
+        var adjacency = new Dictionary<long, List<Edge>>(history.Count);
+        long edgeCount = 0;
+        void AddEdge(long from, long to, EdgeKind kind, long row)
+        {
+            if (from == to) return;
+            if (!adjacency.TryGetValue(from, out var list)) adjacency[from] = list = new List<Edge>(4);
+            list.Add(new Edge(from, to, kind, row));
+            edgeCount++;
+        }
+
+        foreach (var t in history)
+        {
+            foreach (var a in t.Accesses)
+            {
+                if (a.Version == HistoryRecorder.NewRow) continue;
+                if (a.Version != 0)
+                {
+                    if (!committed.Contains(a.Version))
+                    {
+                        if (anomalies.Count < maxReported)
+                            anomalies.Add(new Anomaly("G1a", $"transaction {Txn(t.Id)} {(a.IsWrite ? "overwrote" : "read")} version {Txn(a.Version)} of {RowName(a.Row)}, which no committed transaction wrote", []));
+                        continue;
+                    }
+                    AddEdge(a.Version, t.Id, a.IsWrite ? EdgeKind.WriteWrite : EdgeKind.WriteRead, a.Row);
+                }
+                if (!a.IsWrite && overwriter.TryGetValue((a.Row, a.Version), out long next))
+                    AddEdge(t.Id, next, EdgeKind.ReadWrite, a.Row);
+            }
+        }
+
+        foreach (var component in StronglyConnectedComponents(adjacency))
+        {
+            if (anomalies.Count >= maxReported) break;
+            var cycle = ShortestCycle(component, adjacency);
+            anomalies.Add(new Anomaly(Classify(cycle), Describe(cycle), cycle));
+        }
+        return new Report(history.Count, edgeCount, anomalies);
+    }
+
+    static string Classify(List<Edge> cycle)
+    {
+        int rw = cycle.Count(e => e.Kind == EdgeKind.ReadWrite);
+        if (rw == 1) return "G-single";
+        if (rw > 1) return "G2";
+        return cycle.Any(e => e.Kind == EdgeKind.WriteRead) ? "G1c" : "G0";
+    }
+
+    static string Describe(List<Edge> cycle) =>
+        string.Join(", ", cycle.Select(e => $"{Txn(e.From)} -{KindName(e.Kind)}({RowName(e.Row)})-> {Txn(e.To)}"));
+
+    static string KindName(EdgeKind k) => k switch
+    {
+        EdgeKind.WriteWrite => "ww",
+        EdgeKind.WriteRead => "wr",
+        _ => "rw",
+    };
+
+    /// <summary>A transaction id as worker.attempt, the way TxnContext builds it.</summary>
+    public static string Txn(long id) => id == 0 ? "load" : $"w{id & 0xFF}.{id >> 8}";
+
+    public static string RowName(long row) => $"table {row >> 40} row {row & ((1L << 40) - 1)}";
+
+    /// <summary>Tarjan's algorithm, iterative (histories have millions of nodes); yields
+    /// only components with more than one node (self-edges are never added).</summary>
+    static IEnumerable<List<long>> StronglyConnectedComponents(Dictionary<long, List<Edge>> adjacency)
+    {
+        var index = new Dictionary<long, int>();
+        var low = new Dictionary<long, int>();
+        var onStack = new HashSet<long>();
+        var stack = new Stack<long>();
+        var work = new Stack<(long Node, int Next)>();
+        int counter = 0;
+        foreach (long root in adjacency.Keys)
+        {
+            if (index.ContainsKey(root)) continue;
+            work.Push((root, 0));
+            while (work.Count > 0)
+            {
+                var (v, i) = work.Pop();
+                if (i == 0)
+                {
+                    index[v] = low[v] = counter++;
+                    stack.Push(v);
+                    onStack.Add(v);
+                }
+                var edges = adjacency.TryGetValue(v, out var l) ? l : null;
+                bool descended = false;
+                while (edges is not null && i < edges.Count)
+                {
+                    long w = edges[i].To;
+                    i++;
+                    if (!index.ContainsKey(w))
+                    {
+                        work.Push((v, i));
+                        work.Push((w, 0));
+                        descended = true;
+                        break;
+                    }
+                    if (onStack.Contains(w)) low[v] = Math.Min(low[v], index[w]);
+                }
+                if (descended) continue;
+                if (low[v] == index[v])
+                {
+                    var component = new List<long>();
+                    long w;
+                    do
+                    {
+                        w = stack.Pop();
+                        onStack.Remove(w);
+                        component.Add(w);
+                    } while (w != v);
+                    if (component.Count > 1) yield return component;
+                }
+                if (work.Count > 0)
+                {
+                    long parent = work.Peek().Node;
+                    low[parent] = Math.Min(low[parent], low[v]);
+                }
+            }
+        }
+    }
+
+    /// <summary>A shortest cycle through the component's first node, by breadth-first search inside it.</summary>
+    static List<Edge> ShortestCycle(List<long> component, Dictionary<long, List<Edge>> adjacency)
+    {
+        var members = component.ToHashSet();
+        long start = component[0];
+        var via = new Dictionary<long, Edge>();
+        var queue = new Queue<long>();
+        queue.Enqueue(start);
+        while (queue.Count > 0)
+        {
+            long v = queue.Dequeue();
+            foreach (var e in adjacency[v])
+            {
+                if (!members.Contains(e.To)) continue;
+                if (e.To == start)
+                {
+                    var cycle = new List<Edge> { e };
+                    for (long at = v; at != start; at = via[at].From) cycle.Add(via[at]);
+                    cycle.Reverse();
+                    return cycle;
+                }
+                if (via.TryAdd(e.To, e)) queue.Enqueue(e.To);
+            }
+        }
+        throw new InvalidOperationException("a strongly connected component without a cycle through its first node");
+    }
+}

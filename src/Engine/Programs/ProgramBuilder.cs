@@ -1,0 +1,154 @@
+using Contend.Engine.Storage;
+
+namespace Contend.Engine.Programs;
+
+/// <summary>A program the builder rejects: the message names the program and the op.</summary>
+public sealed class ProgramException(string message) : Exception(message);
+
+/// <summary>Where an op's key comes from.</summary>
+public readonly struct KeySource
+{
+    internal readonly int Arg;
+    internal readonly KeyFunction? Fn;
+    internal readonly string[] Deps;
+
+    KeySource(int arg, KeyFunction? fn, string[] deps) { Arg = arg; Fn = fn; Deps = deps; }
+
+    /// <summary>The key is the instance argument at this index.</summary>
+    public static KeySource FromArg(int index) => new(index, null, []);
+
+    /// <summary>The key is computed from the results of the named ops (pk-dependencies).</summary>
+    public static KeySource Computed(KeyFunction fn, params string[] dependsOn) => new(-1, fn, dependsOn);
+}
+
+/// <summary>
+/// Builds a <see cref="TxnProgram"/> and checks it once: every table exists, every dependency
+/// names an op, a key depends only on earlier ops (its value must be known when the op is
+/// reached), arguments are in range, and the dependencies form no cycle.
+/// </summary>
+public sealed class ProgramBuilder(string name, Database db, int argCount)
+{
+    sealed record Draft(string Name, string Table, AccessMode Mode, int ModeArg, KeySource Key, string[] ValueDeps, OpBody Body, OpBody? WriteBody = null);
+
+    readonly List<Draft> _drafts = new();
+
+    public ProgramBuilder Read(string op, string table, KeySource key, OpBody body, params string[] valueDeps) =>
+        Add(new Draft(op, table, AccessMode.Read, -1, key, valueDeps, body));
+
+    public ProgramBuilder Write(string op, string table, KeySource key, OpBody body, params string[] valueDeps) =>
+        Add(new Draft(op, table, AccessMode.Write, -1, key, valueDeps, body));
+
+    /// <summary>An op that reads or writes as args[modeArg] says (nonzero: write), with a body for each.</summary>
+    public ProgramBuilder ReadOrWrite(string op, string table, KeySource key, int modeArg, OpBody readBody, OpBody writeBody, params string[] valueDeps) =>
+        Add(new Draft(op, table, AccessMode.ReadOrWrite, modeArg, key, valueDeps, readBody, writeBody));
+
+    public ProgramBuilder Insert(string op, string table, KeySource key, OpBody body, params string[] valueDeps) =>
+        Add(new Draft(op, table, AccessMode.Insert, -1, key, valueDeps, body));
+
+    ProgramBuilder Add(Draft d)
+    {
+        _drafts.Add(d);
+        return this;
+    }
+
+    public TxnProgram Build()
+    {
+        if (_drafts.Count == 0) throw new ProgramException($"program {name}: has no ops");
+        var index = new Dictionary<string, int>(StringComparer.Ordinal);
+        for (int i = 0; i < _drafts.Count; i++)
+        {
+            if (!index.TryAdd(_drafts[i].Name, i))
+                throw new ProgramException($"program {name}, op {_drafts[i].Name}: the name is used by an earlier op too");
+        }
+
+        var ops = new Op[_drafts.Count];
+        for (int i = 0; i < _drafts.Count; i++)
+        {
+            var d = _drafts[i];
+            string where = $"program {name}, op {d.Name}";
+            if (!db.TryGet(d.Table, out var table))
+                throw new ProgramException($"{where}: unknown table '{d.Table}' (known: {string.Join(", ", db.Tables.Select(t => t.Name))})");
+            if (d.Key.Fn is null && (d.Key.Arg < 0 || d.Key.Arg >= argCount))
+                throw new ProgramException($"{where}: key argument {d.Key.Arg} outside 0..{argCount - 1}");
+            if (d.Mode == AccessMode.ReadOrWrite && (d.ModeArg < 0 || d.ModeArg >= argCount))
+                throw new ProgramException($"{where}: mode argument {d.ModeArg} outside 0..{argCount - 1}");
+            int[] keyDeps = Resolve(where, "key", d.Key.Deps, index);
+            foreach (int k in keyDeps)
+            {
+                if (k >= i)
+                    throw new ProgramException($"{where}: key depends on op {_drafts[k].Name}, which comes {(k == i ? "at" : "after")} it (a key may depend only on earlier ops)");
+                if (_drafts[k].Mode == AccessMode.Insert)
+                    throw new ProgramException($"{where}: key depends on op {_drafts[k].Name}, an insert, whose result exists only at commit");
+            }
+            int[] valueDeps = Resolve(where, "value", d.ValueDeps, index);
+            foreach (int v in valueDeps)
+            {
+                if (_drafts[v].Mode == AccessMode.Insert)
+                    throw new ProgramException($"{where}: depends on the value of op {_drafts[v].Name}, an insert, whose result exists only at commit");
+            }
+            ops[i] = new Op
+            {
+                Name = d.Name, Index = i, TableId = table.Id, Mode = d.Mode, ModeArg = d.ModeArg,
+                KeyArg = d.Key.Fn is null ? d.Key.Arg : -1, KeyFn = d.Key.Fn,
+                KeyDeps = keyDeps, ValueDeps = valueDeps, Body = d.Body, WriteBody = d.WriteBody,
+            };
+        }
+        return new TxnProgram(name, ops, TopologicalOrder(ops), argCount);
+    }
+
+    int[] Resolve(string where, string kind, string[] names, Dictionary<string, int> index)
+    {
+        var result = new int[names.Length];
+        for (int j = 0; j < names.Length; j++)
+        {
+            if (!index.TryGetValue(names[j], out result[j]))
+                throw new ProgramException($"{where}: {kind} depends on unknown op '{names[j]}'");
+        }
+        return result;
+    }
+
+    /// <summary>Kahn's algorithm taking the lowest ready index first; a leftover op lies on a cycle.</summary>
+    int[] TopologicalOrder(Op[] ops)
+    {
+        int n = ops.Length;
+        var indegree = new int[n];
+        var dependents = new List<int>[n];
+        for (int i = 0; i < n; i++) dependents[i] = new List<int>();
+        foreach (var op in ops)
+        {
+            foreach (int d in op.KeyDeps.Concat(op.ValueDeps).Distinct())
+            {
+                indegree[op.Index]++;
+                dependents[d].Add(op.Index);
+            }
+        }
+        var ready = new SortedSet<int>(Enumerable.Range(0, n).Where(i => indegree[i] == 0));
+        var order = new List<int>(n);
+        while (ready.Count > 0)
+        {
+            int i = ready.Min;
+            ready.Remove(i);
+            order.Add(i);
+            foreach (int j in dependents[i])
+                if (--indegree[j] == 0) ready.Add(j);
+        }
+        if (order.Count < n) throw new ProgramException($"program {name}: dependency cycle {DescribeCycle(ops, indegree)}");
+        return order.ToArray();
+    }
+
+    static string DescribeCycle(Op[] ops, int[] indegree)
+    {
+        // Every op left with indegree > 0 depends on another such op: walk back until one repeats.
+        int start = Array.FindIndex(indegree, d => d > 0);
+        var seen = new List<int>();
+        int at = start;
+        while (!seen.Contains(at))
+        {
+            seen.Add(at);
+            at = ops[at].KeyDeps.Concat(ops[at].ValueDeps).First(d => indegree[d] > 0);
+        }
+        var cycle = seen.Skip(seen.IndexOf(at)).Reverse().Select(i => ops[i].Name).ToList();
+        cycle.Add(cycle[0]);
+        return string.Join(" -> ", cycle);
+    }
+}

@@ -1,0 +1,87 @@
+using Contend.Engine.Storage;
+
+namespace Contend.Engine.Programs;
+
+public enum AccessMode : byte
+{
+    Read,
+    Write,
+    /// <summary>Read or write, chosen per instance by an argument (YCSB's per-request coin).</summary>
+    ReadOrWrite,
+    /// <summary>A new row; its key must not exist. Applied at commit, under the protocol's locks.</summary>
+    Insert,
+}
+
+/// <summary>A key computed from the instance's arguments and the results of earlier ops.</summary>
+public delegate long KeyFunction(ReadOnlySpan<long> args, ReadOnlySpan<long> results);
+
+/// <summary>
+/// An op's logic over its row. Returns the op's result (readable by later ops), or
+/// <see cref="TxnProgram.UserAbort"/> to abort the transaction as its logic demands.
+/// A write body may change <paramref name="row"/>; a read body must not.
+/// </summary>
+public delegate long OpBody(Span<byte> row, ReadOnlySpan<long> args, ReadOnlySpan<long> results);
+
+/// <summary>One operation of a program: a node of its DAG.</summary>
+public sealed class Op
+{
+    public required string Name { get; init; }
+    public required int Index { get; init; }
+    public required int TableId { get; init; }
+    public required AccessMode Mode { get; init; }
+    /// <summary>For <see cref="AccessMode.ReadOrWrite"/>: args[ModeArg] != 0 means write.</summary>
+    public int ModeArg { get; init; } = -1;
+    /// <summary>The key is args[KeyArg] when set; otherwise <see cref="KeyFn"/>.</summary>
+    public int KeyArg { get; init; } = -1;
+    public KeyFunction? KeyFn { get; init; }
+    /// <summary>pk-dependencies: ops whose results the key is computed from (all earlier).</summary>
+    public required int[] KeyDeps { get; init; }
+    /// <summary>v-dependencies: ops whose results the body reads.</summary>
+    public required int[] ValueDeps { get; init; }
+    public required OpBody Body { get; init; }
+    /// <summary>For <see cref="AccessMode.ReadOrWrite"/>: the body when the instance writes.</summary>
+    public OpBody? WriteBody { get; init; }
+
+    public long ResolveKey(ReadOnlySpan<long> args, ReadOnlySpan<long> results) =>
+        KeyArg >= 0 ? args[KeyArg] : KeyFn!(args, results);
+
+    public OpBody BodyFor(bool write) => write && WriteBody is not null ? WriteBody : Body;
+
+    public bool Writes(ReadOnlySpan<long> args) => Mode switch
+    {
+        AccessMode.Read => false,
+        AccessMode.ReadOrWrite => args[ModeArg] != 0,
+        _ => true,
+    };
+}
+
+/// <summary>
+/// A transaction program: a DAG of ops checked once by <see cref="ProgramBuilder"/>.
+/// Instances differ only in their arguments, so running one allocates nothing.
+/// </summary>
+public sealed class TxnProgram
+{
+    /// <summary>A body's result that aborts the transaction by its own logic.</summary>
+    public const long UserAbort = long.MinValue;
+
+    public string Name { get; }
+    public Op[] Ops { get; }
+    /// <summary>A topological order of the DAG, by op index where the DAG leaves a choice.</summary>
+    public int[] Order { get; }
+    public int ArgCount { get; }
+    /// <summary>True when the key of some row the program reads or writes depends on an earlier
+    /// op's result, so the rows to lock are not known up front (inserted keys do not count:
+    /// nothing locks a row that does not exist yet).</summary>
+    public bool HasKeyDependencies { get; }
+
+    internal TxnProgram(string name, Op[] ops, int[] order, int argCount)
+    {
+        Name = name;
+        Ops = ops;
+        Order = order;
+        ArgCount = argCount;
+        HasKeyDependencies = ops.Any(o => o.KeyDeps.Length > 0 && o.Mode != AccessMode.Insert);
+    }
+
+    public override string ToString() => Name;
+}

@@ -1,0 +1,29 @@
+using Contend.Engine.Protocols.TwoPhaseLocking;
+using Contend.Engine.Runtime;
+using Contend.Engine.Storage;
+
+namespace Contend.Engine.Protocols.Broken;
+
+/// <summary>
+/// NOT a correct protocol: the history checker's positive control (../../shared/DESIGN.md).
+/// Locks like NoWait but releases each row right after its op, installing the write's
+/// version then, so other transactions interleave between its ops: the checker must find
+/// cycles in its histories. Never offered as a protocol to compare.
+/// </summary>
+public sealed class EarlyRelease(ProtocolSetup setup) : LockingProtocol(setup)
+{
+    public override string Name => ProtocolRegistry.BrokenControl;
+
+    protected override bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason)
+    {
+        var result = TryLockWord(ctx, table, access, exclusive, out _);
+        reason = result == LockResult.Acquired ? AbortReason.None : AbortReason.LockBusy;
+        return result == LockResult.Acquired;
+    }
+
+    protected override void AfterOp(TxnContext ctx, Table table, int access)
+    {
+        if (ctx.AccBuffer[access] >= 0) Volatile.Write(ref table.Version(ctx.AccRow[access]), ctx.TxnId);
+        Unlock(ctx, table, access);
+    }
+}

@@ -1,0 +1,112 @@
+using Contend.Engine.History;
+using Contend.Engine.Programs;
+using Contend.Engine.Runtime;
+using Contend.Engine.Storage;
+
+namespace Contend.Engine.Protocols;
+
+/// <summary>
+/// The op loop every per-transaction protocol shares: resolve each op's key in the DAG's
+/// order, find its row, let the protocol grant access, run the body. Inserts are collected
+/// and applied by the protocol's commit, under its locks.
+/// </summary>
+public abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtocol
+{
+    protected readonly Database Db = setup.Database;
+    protected readonly Mutants Mutants = setup.Mutants;
+
+    public abstract string Name { get; }
+
+    public virtual Outcome Run(TxnContext ctx, out AbortReason reason)
+    {
+        ctx.BeginAttempt();
+        return RunOps(ctx, out reason);
+    }
+
+    protected Outcome RunOps(TxnContext ctx, out AbortReason reason)
+    {
+        var program = ctx.Program;
+        ReadOnlySpan<long> args = ctx.Args;
+        foreach (int i in program.Order)
+        {
+            var op = program.Ops[i];
+            long key = op.ResolveKey(args, ctx.Results);
+            if (op.Mode == AccessMode.Insert)
+            {
+                ctx.InsOp[ctx.InsertCount] = i;
+                ctx.InsKey[ctx.InsertCount++] = key;
+                continue;
+            }
+            var table = Db[op.TableId];
+            int row = table.Find(key);
+            if (row < 0)
+            {
+                Abort(ctx);
+                reason = AbortReason.User;
+                return Outcome.UserAborted;
+            }
+            bool write = op.Writes(args);
+            if (!Access(ctx, table, row, write, out var data, out int access, out reason))
+            {
+                Abort(ctx);
+                return Outcome.Aborted;
+            }
+            long result = op.BodyFor(write)(data, args, ctx.Results);
+            if (result == TxnProgram.UserAbort)
+            {
+                Abort(ctx);
+                reason = AbortReason.User;
+                return Outcome.UserAborted;
+            }
+            ctx.Results[i] = result;
+            AfterOp(ctx, table, access);
+        }
+        if (!Commit(ctx, out reason)) return reason == AbortReason.TableFull ? Outcome.UserAborted : Outcome.Aborted;
+        return Outcome.Committed;
+    }
+
+    /// <summary>Grants the op its row: the row itself (locking) or a private copy (optimistic).
+    /// On false the protocol has recorded whatever <see cref="Abort"/> must undo.</summary>
+    protected abstract bool Access(TxnContext ctx, Table table, int row, bool write, out Span<byte> data, out int access, out AbortReason reason);
+
+    protected virtual void AfterOp(TxnContext ctx, Table table, int access) { }
+
+    /// <summary>Commits, or aborts and undoes everything and returns false.</summary>
+    protected abstract bool Commit(TxnContext ctx, out AbortReason reason);
+
+    protected abstract void Abort(TxnContext ctx);
+
+    /// <summary>
+    /// Allocates, fills and publishes the attempt's inserted rows, each stamped with the
+    /// attempt's id; called by a commit once nothing can abort it but a full table. Rows
+    /// allocated before a full table is found stay unreachable (never published).
+    /// </summary>
+    protected bool ApplyInserts(TxnContext ctx, List<Access>? history)
+    {
+        if (ctx.InsertCount == 0) return true;
+        Span<int> rows = ctx.Scratch.AsSpan(0, ctx.InsertCount);
+        for (int i = 0; i < ctx.InsertCount; i++)
+        {
+            rows[i] = Db[ctx.Program.Ops[ctx.InsOp[i]].TableId].Allocate(ctx.InsKey[i]);
+            if (rows[i] < 0) return false;
+        }
+        for (int i = 0; i < ctx.InsertCount; i++)
+        {
+            var op = ctx.Program.Ops[ctx.InsOp[i]];
+            var table = Db[op.TableId];
+            op.Body(table.Payload(rows[i]), ctx.Args, ctx.Results);
+            Volatile.Write(ref table.Version(rows[i]), ctx.TxnId);
+            if (!table.Publish(rows[i]))
+                throw new InvalidOperationException($"program {ctx.Program.Name}, op {op.Name}: inserted key {ctx.InsKey[i]} already exists in table {table.Name}");
+            history?.Add(new Access(HistoryRecorder.RowKey(table.Id, rows[i]), HistoryRecorder.NewRow, true));
+        }
+        return true;
+    }
+
+    /// <summary>The history entries of the access set: per row, the version first seen and whether it was overwritten.</summary>
+    protected static void RecordAccesses(TxnContext ctx, List<Access> history, Func<TxnContext, int, bool> written)
+    {
+        for (int i = 0; i < ctx.AccessCount; i++)
+            history.Add(new Access(HistoryRecorder.RowKey(ctx.AccTable[i], ctx.AccRow[i]), ctx.AccVersion[i], written(ctx, i)));
+    }
+}

@@ -1,0 +1,96 @@
+using Contend.Engine.History;
+using Contend.Engine.Programs;
+using Contend.Engine.Runtime;
+using Contend.Engine.Storage;
+
+namespace Contend.Engine.Protocols;
+
+public enum Outcome : byte { Committed, UserAborted, Aborted }
+
+/// <summary>Why an attempt aborted. The counters and the run summary use these names.</summary>
+public enum AbortReason : byte
+{
+    None,
+    /// <summary>NoWait: the lock was held.</summary>
+    LockBusy,
+    /// <summary>WaitDie: younger than a holder.</summary>
+    Die,
+    /// <summary>WaitsFor: the waits-for graph had a cycle through this transaction.</summary>
+    Deadlock,
+    /// <summary>Mcs: a lock wait passed its threshold.</summary>
+    WaitTimeout,
+    /// <summary>Silo: a read changed before commit.</summary>
+    Validation,
+    /// <summary>The program's logic aborted (a body returned UserAbort, or a key was missing).</summary>
+    User,
+    /// <summary>An insert found its table full.</summary>
+    TableFull,
+}
+
+/// <summary>
+/// A per-transaction protocol: runs one program instance to commit or abort on the calling
+/// worker. One instance serves every worker of a run; per-worker state lives in the
+/// <see cref="TxnContext"/>.
+/// </summary>
+public interface ITransactionProtocol
+{
+    string Name { get; }
+    Outcome Run(TxnContext ctx, out AbortReason reason);
+}
+
+/// <summary>What a protocol is built from.</summary>
+public sealed record ProtocolSetup(Database Database, int Workers, Mutants Mutants)
+{
+    public static ProtocolSetup For(Database db, int workers) => new(db, workers, Mutants.None);
+}
+
+/// <summary>
+/// Deliberately broken copies of protocol steps, for tests that must catch them.
+/// Read once into static-readonly-free fields of each protocol, so a run without
+/// mutants pays one predictable branch.
+/// </summary>
+[Flags]
+public enum Mutants
+{
+    None = 0,
+    /// <summary>MCSLock.tla MutantReleaseClearTail: UNLOCK clears the tail without a CAS
+    /// (the paper's one-line UNLOCK), losing the wake-up of a waiter not yet linked.</summary>
+    McsReleaseClearTail = 1,
+    /// <summary>NoWait that takes the lock without checking it is held (no mutual exclusion).</summary>
+    NoWaitIgnoreLock = 2,
+    /// <summary>WaitDie in which a younger requester waits instead of dying (deadlock).</summary>
+    WaitDieYoungerWaits = 4,
+}
+
+/// <summary>Chooses protocols by name at run time.</summary>
+public static class ProtocolRegistry
+{
+    static readonly (string Name, string What, Func<ProtocolSetup, ITransactionProtocol> Make)[] Known =
+    [
+        ("NoWait", "2PL, abort when a lock is held", s => new TwoPhaseLocking.NoWait(s)),
+        ("WaitDie", "2PL, an older requester waits, a younger one aborts", s => new TwoPhaseLocking.WaitDie(s)),
+        ("WaitsFor", "2PL, wait; abort on a cycle of the waits-for graph", s => new TwoPhaseLocking.WaitsFor(s)),
+        ("Ordered", "2PL, every lock taken up front in key order, then wait", s => new TwoPhaseLocking.Ordered(s)),
+        ("Mcs", "2PL on exclusive MCS queue locks, abort after a wait threshold", s => new TwoPhaseLocking.Mcs(s)),
+        ("Silo", "optimistic: read versions, lock writes in order, validate, install", s => new Silo.SiloOcc(s)),
+    ];
+
+    /// <summary>A protocol that is not serializable, kept as the history checker's positive control.</summary>
+    public const string BrokenControl = "BrokenEarlyRelease";
+
+    public static IReadOnlyList<string> Names => Known.Select(k => k.Name).ToArray();
+
+    public static string Describe(string name) =>
+        name == BrokenControl ? "NOT serializable: 2PL that releases each lock right after its op (the checker's control)"
+                              : Known.First(k => k.Name == name).What;
+
+    public static bool IsKnown(string name) => name == BrokenControl || Known.Any(k => k.Name == name);
+
+    public static ITransactionProtocol Create(string name, ProtocolSetup setup)
+    {
+        if (name == BrokenControl) return new Broken.EarlyRelease(setup);
+        foreach (var k in Known)
+            if (string.Equals(k.Name, name, StringComparison.Ordinal)) return k.Make(setup);
+        throw new ArgumentException($"unknown protocol '{name}' (known: {string.Join(", ", Names)}, and the control {BrokenControl})");
+    }
+}

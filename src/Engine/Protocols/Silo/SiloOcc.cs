@@ -1,0 +1,153 @@
+using Contend.Engine.History;
+using Contend.Engine.Runtime;
+using Contend.Engine.Storage;
+
+namespace Contend.Engine.Protocols.Silo;
+
+/// <summary>
+/// Silo's optimistic commit (Tu et al., SOSP 2013), without epochs: ops run on private
+/// copies taken by a stable read; commit locks the write set in one global order (so two
+/// committers never wait on each other in a cycle), validates that every row read still
+/// has the version read and is not locked by another, installs, and unlocks by writing
+/// the new version.
+/// <code>
+///   record word   63   62 ........................................... 0
+///                [ L ][ version: id of the transaction that installed it ]
+///   L = 1 while a committer holds the row. The version field is the row's version
+///   word too (Table.Version), kept equal so the history reads one place for every protocol.
+/// </code>
+/// Decision: Silo's TIDs are ordered (epoch, sequence) so that they also give a serial order
+/// for recovery. Here a version is the writer's attempt id, unique but not ordered: validation
+/// needs only equality, and the engine does no logging.
+/// </summary>
+public sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
+{
+    const long LockBit = 1L << 63;
+    const byte InWriteSet = 1, LockedByMe = 2;
+
+    public override string Name => "Silo";
+
+    protected override bool Access(TxnContext ctx, Table table, int row, bool write, out Span<byte> data, out int access, out AbortReason reason)
+    {
+        reason = AbortReason.None;
+        access = ctx.FindAccess(table.Id, row);
+        if (access >= 0)
+        {
+            data = ctx.Buffer.AsSpan(ctx.AccBuffer[access], table.PayloadSize);
+            if (write) ctx.AccMode[access] = InWriteSet;
+            return true;
+        }
+        access = ctx.AddAccess(table.Id, row);
+        data = ctx.Reserve(table.PayloadSize, out int offset);
+        ctx.AccBuffer[access] = offset;
+        ctx.AccVersion[access] = StableRead(table, row, data);
+        if (write) ctx.AccMode[access] = InWriteSet;
+        return true;
+    }
+
+    /// <summary>Copies the row and returns the version it had, unlocked, both before and after the copy.</summary>
+    static long StableRead(Table table, int row, Span<byte> copy)
+    {
+        ref long word = ref table.Word(row);
+        var wait = new SpinWait();
+        while (true)
+        {
+            long before = Volatile.Read(ref word);
+            if ((before & LockBit) == 0)
+            {
+                table.Payload(row).CopyTo(copy);
+                Interlocked.MemoryBarrier(); // the copy's loads complete before the word is read again
+                if (Volatile.Read(ref word) == before) return before;
+            }
+            Spin.Once(ref wait);
+        }
+    }
+
+    protected override bool Commit(TxnContext ctx, out AbortReason reason)
+    {
+        // Phase 1: lock the write set in (table, row) order.
+        Span<int> writes = ctx.Scratch.AsSpan(0, ctx.AccessCount);
+        int n = 0;
+        for (int i = 0; i < ctx.AccessCount; i++)
+            if (ctx.AccMode[i] == InWriteSet) writes[n++] = i;
+        writes = writes[..n];
+        SortByRow(ctx, writes);
+        foreach (int i in writes)
+        {
+            ref long word = ref Db[ctx.AccTable[i]].Word(ctx.AccRow[i]);
+            var wait = new SpinWait();
+            while (true)
+            {
+                long seen = Volatile.Read(ref word);
+                if ((seen & LockBit) == 0 && Interlocked.CompareExchange(ref word, seen | LockBit, seen) == seen) break;
+                Spin.Once(ref wait);
+            }
+            ctx.AccMode[i] = LockedByMe;
+        }
+        // Phase 2: every row read (written ones too: their bodies read the copy) must still hold
+        // the version read, and must not be locked by another committer.
+        for (int i = 0; i < ctx.AccessCount; i++)
+        {
+            long now = Volatile.Read(ref Db[ctx.AccTable[i]].Word(ctx.AccRow[i]));
+            bool lockedByOther = (now & LockBit) != 0 && ctx.AccMode[i] != LockedByMe;
+            if ((now & ~LockBit) != ctx.AccVersion[i] || lockedByOther)
+            {
+                Unlock(ctx);
+                reason = AbortReason.Validation;
+                return false;
+            }
+        }
+        var history = ctx.Recorder is null ? null : new List<Access>(ctx.AccessCount + ctx.InsertCount);
+        if (!ApplyInserts(ctx, history))
+        {
+            Unlock(ctx);
+            reason = AbortReason.TableFull;
+            return false;
+        }
+        // Phase 3: install, and unlock by publishing the new version.
+        foreach (int i in writes)
+        {
+            var table = Db[ctx.AccTable[i]];
+            int row = ctx.AccRow[i];
+            ctx.Buffer.AsSpan(ctx.AccBuffer[i], table.PayloadSize).CopyTo(table.Payload(row));
+            Volatile.Write(ref table.Version(row), ctx.TxnId);
+            Volatile.Write(ref table.Word(row), ctx.TxnId);
+        }
+        if (history is not null)
+        {
+            RecordAccesses(ctx, history, static (c, i) => c.AccMode[i] == LockedByMe);
+            ctx.Recorder!.Commit(ctx, history);
+        }
+        reason = AbortReason.None;
+        return true;
+    }
+
+    void Unlock(TxnContext ctx)
+    {
+        for (int i = 0; i < ctx.AccessCount; i++)
+        {
+            if (ctx.AccMode[i] != LockedByMe) continue;
+            ref long word = ref Db[ctx.AccTable[i]].Word(ctx.AccRow[i]);
+            Volatile.Write(ref word, Volatile.Read(ref word) & ~LockBit);
+            ctx.AccMode[i] = 0;
+        }
+    }
+
+    protected override void Abort(TxnContext ctx) { } // nothing was locked or written before commit
+
+    static void SortByRow(TxnContext ctx, Span<int> accesses)
+    {
+        for (int i = 1; i < accesses.Length; i++)
+        {
+            int a = accesses[i];
+            int j = i - 1;
+            while (j >= 0 && (ctx.AccTable[accesses[j]] > ctx.AccTable[a] ||
+                              (ctx.AccTable[accesses[j]] == ctx.AccTable[a] && ctx.AccRow[accesses[j]] > ctx.AccRow[a])))
+            {
+                accesses[j + 1] = accesses[j];
+                j--;
+            }
+            accesses[j + 1] = a;
+        }
+    }
+}

@@ -1,0 +1,166 @@
+using Contend.Engine.History;
+using Contend.Engine.Runtime;
+using Contend.Engine.Storage;
+
+namespace Contend.Engine.Protocols.TwoPhaseLocking;
+
+/// <summary>
+/// Strict two-phase locking over in-place rows: an op locks its row (shared to read,
+/// exclusive to write) before its body runs, the first write of a row saves its
+/// before-image, and every lock is released only after commit installs the versions (or
+/// abort restores the images). The lock policy on a conflict is the subclass's.
+/// </summary>
+public abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(setup)
+{
+    protected const byte None = 0, Shared = 1, Exclusive = 2;
+
+    /// <summary>Takes or upgrades the lock of access <paramref name="access"/> and sets its mode; on
+    /// false the mode says what the attempt still holds or must clean up.</summary>
+    protected abstract bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason);
+
+    /// <summary>Releases whatever access <paramref name="access"/> holds.</summary>
+    protected virtual void Unlock(TxnContext ctx, Table table, int access)
+    {
+        ref long word = ref table.Word(ctx.AccRow[access]);
+        if (ctx.AccMode[access] == Exclusive) LockWord.ReleaseExclusive(ref word);
+        else if (ctx.AccMode[access] == Shared) LockWord.ReleaseShared(ref word);
+        ctx.AccMode[access] = None;
+    }
+
+    protected override bool Access(TxnContext ctx, Table table, int row, bool write, out Span<byte> data, out int access, out AbortReason reason)
+    {
+        access = ctx.FindAccess(table.Id, row);
+        data = default;
+        if (access < 0)
+        {
+            access = ctx.AddAccess(table.Id, row);
+            if (!Lock(ctx, table, access, write, out reason)) return false;
+            ctx.AccVersion[access] = Volatile.Read(ref table.Version(row));
+        }
+        else if (write && ctx.AccMode[access] != Exclusive)
+        {
+            if (!Lock(ctx, table, access, true, out reason)) return false;
+        }
+        reason = AbortReason.None;
+        data = table.Payload(row);
+        if (write && ctx.AccBuffer[access] < 0)
+        {
+            data.CopyTo(ctx.Reserve(data.Length, out int offset));
+            ctx.AccBuffer[access] = offset;
+        }
+        return true;
+    }
+
+    static readonly Func<TxnContext, int, bool> Written = (ctx, i) => ctx.AccBuffer[i] >= 0;
+
+    protected override bool Commit(TxnContext ctx, out AbortReason reason)
+    {
+        var history = ctx.Recorder is null ? null : new List<Access>(ctx.AccessCount + ctx.InsertCount);
+        if (!ApplyInserts(ctx, history))
+        {
+            Abort(ctx);
+            reason = AbortReason.TableFull;
+            return false;
+        }
+        for (int i = 0; i < ctx.AccessCount; i++)
+        {
+            if (ctx.AccBuffer[i] >= 0) Volatile.Write(ref Db[ctx.AccTable[i]].Version(ctx.AccRow[i]), ctx.TxnId);
+        }
+        if (history is not null)
+        {
+            RecordAccesses(ctx, history, Written);
+            ctx.Recorder!.Commit(ctx, history);
+        }
+        ReleaseAll(ctx);
+        reason = AbortReason.None;
+        return true;
+    }
+
+    protected override void Abort(TxnContext ctx)
+    {
+        for (int i = 0; i < ctx.AccessCount; i++)
+        {
+            if (ctx.AccBuffer[i] < 0) continue;
+            var table = Db[ctx.AccTable[i]];
+            ctx.Buffer.AsSpan(ctx.AccBuffer[i], table.PayloadSize).CopyTo(table.Payload(ctx.AccRow[i]));
+        }
+        ReleaseAll(ctx);
+    }
+
+    protected virtual void ReleaseAll(TxnContext ctx)
+    {
+        for (int i = 0; i < ctx.AccessCount; i++) Unlock(ctx, Db[ctx.AccTable[i]], i);
+    }
+
+    /// <summary>One attempt at the word for access <paramref name="access"/>: a fresh lock or an upgrade.</summary>
+    protected static LockResult TryLockWord(TxnContext ctx, Table table, int access, bool exclusive, out long holderTimestamp)
+    {
+        ref long word = ref table.Word(ctx.AccRow[access]);
+        var result = ctx.AccMode[access] == Shared
+            ? LockWord.TryUpgrade(ref word, ctx.Timestamp, out holderTimestamp)
+            : LockWord.TryLock(ref word, exclusive, ctx.Timestamp, out holderTimestamp);
+        if (result == LockResult.Acquired) ctx.AccMode[access] = exclusive ? Exclusive : Shared;
+        return result;
+    }
+}
+
+/// <summary>2PL that aborts at the first lock it cannot take.</summary>
+public sealed class NoWait(ProtocolSetup setup) : LockingProtocol(setup)
+{
+    public override string Name => "NoWait";
+
+    protected override bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason)
+    {
+        if (Mutants.HasFlag(Mutants.NoWaitIgnoreLock))
+        {
+            // Mutant: acts as if it held the lock, and releases nothing.
+            ctx.AccMode[access] = None;
+            reason = AbortReason.None;
+            return true;
+        }
+        var wait = new SpinWait();
+        while (true)
+        {
+            switch (TryLockWord(ctx, table, access, exclusive, out _))
+            {
+                case LockResult.Acquired:
+                    reason = AbortReason.None;
+                    return true;
+                case LockResult.Conflict:
+                    reason = AbortReason.LockBusy;
+                    return false;
+                default:
+                    Spin.Once(ref wait); // lost a CAS to another shared holder: not a conflict
+                    break;
+            }
+        }
+    }
+}
+
+/// <summary>2PL with wait-die: a requester older than every holder waits, a younger one aborts.
+/// Waits only go from older to younger, so no cycle of waits can form.</summary>
+public sealed class WaitDie(ProtocolSetup setup) : LockingProtocol(setup)
+{
+    public override string Name => "WaitDie";
+
+    protected override bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason)
+    {
+        bool youngerWaits = Mutants.HasFlag(Mutants.WaitDieYoungerWaits);
+        var wait = new SpinWait();
+        while (true)
+        {
+            var result = TryLockWord(ctx, table, access, exclusive, out long holder);
+            if (result == LockResult.Acquired)
+            {
+                reason = AbortReason.None;
+                return true;
+            }
+            if (result == LockResult.Conflict && ctx.Timestamp >= holder && !youngerWaits)
+            {
+                reason = AbortReason.Die;
+                return false;
+            }
+            Spin.Once(ref wait);
+        }
+    }
+}

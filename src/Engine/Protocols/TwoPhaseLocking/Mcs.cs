@@ -1,0 +1,133 @@
+using Contend.Engine.Runtime;
+using Contend.Engine.Storage;
+
+namespace Contend.Engine.Protocols.TwoPhaseLocking;
+
+/// <summary>
+/// The MCS queue lock of specs/MCSLock/MCSLock.tla, exclusive mode. The record word is the
+/// queue's tail; each waiter spins on its own queue node. Nodes live in one managed array,
+/// one cache line each, and are named by index + 1 so that 0 is the empty tail:
+/// <code>
+///   record word   [ 63 .......... 32 | 31 ............ 0 ]
+///                 [        0         | tail node id + 1  ]   0: free, no queue
+///   queue node    long[8]: [0] next node id + 1 (0: none), [1] spin flag (1: wait), [2..7] padding
+/// </code>
+/// A node belongs to one (worker, access) pair and is reused only after the access
+/// released it, which MutantInitKeepsNext shows must start by clearing next (TryLock).
+/// </summary>
+public sealed class McsLock
+{
+    const int NodeLongs = 8, Next = 0, SpinFlag = 1;
+
+    readonly long[] _nodes;
+    readonly bool _releaseClearsTail;
+
+    public McsLock(int nodes, bool releaseClearsTail = false)
+    {
+        _nodes = new long[nodes * NodeLongs];
+        _releaseClearsTail = releaseClearsTail;
+    }
+
+    /// <summary>TRYLOCK: MCSLock.tla InitContext, SwapTail, then EnterFree (true: the
+    /// lock is ours) or LinkBehindPred (false: wait with <see cref="CheckAcquired"/>).</summary>
+    public bool TryLock(ref long tail, int node)
+    {
+        int me = node * NodeLongs;
+        // InitContext: nobody can reach this node before the swap publishes it.
+        Volatile.Write(ref _nodes[me + Next], 0);
+        Volatile.Write(ref _nodes[me + SpinFlag], 1);
+        // SwapTail: ctx_p = XCHG(lock.tail, lockCtx).
+        long pred = Interlocked.Exchange(ref tail, node + 1);
+        if (pred == 0) return true; // EnterFree
+        // LinkBehindPred: ctx_p.next = lockCtx.
+        Volatile.Write(ref _nodes[(int)(pred - 1) * NodeLongs + Next], node + 1);
+        return false;
+    }
+
+    /// <summary>CHECKACQUIRED, one look: MCSLock.tla WaiterAcquire once the predecessor cleared our flag.</summary>
+    public bool CheckAcquired(int node) => Volatile.Read(ref _nodes[node * NodeLongs + SpinFlag]) == 0;
+
+    /// <summary>UNLOCK: HolderCheckNext, then HolderReleaseCas or HolderAwaitLink, then HolderHandover.</summary>
+    public void Unlock(ref long tail, int node)
+    {
+        int me = node * NodeLongs;
+        long next = Volatile.Read(ref _nodes[me + Next]); // HolderCheckNext
+        if (next == 0)
+        {
+            if (_releaseClearsTail)
+            {
+                // MCSLock.tla MutantReleaseClearTail (the paper's one-line UNLOCK): a successor
+                // that swapped the tail but has not linked yet is never woken.
+                Volatile.Write(ref tail, 0);
+                return;
+            }
+            // HolderReleaseCas: CAS(lock.tail, lockCtx, null).
+            if (Interlocked.CompareExchange(ref tail, 0, node + 1) == node + 1) return;
+            // HolderAwaitLink: a successor swapped the tail and is about to link itself.
+            var wait = new SpinWait();
+            while ((next = Volatile.Read(ref _nodes[me + Next])) == 0) Spin.Once(ref wait);
+        }
+        // HolderHandover: clear the successor's spin flag.
+        Volatile.Write(ref _nodes[(int)(next - 1) * NodeLongs + SpinFlag], 0);
+    }
+}
+
+/// <summary>
+/// 2PL on exclusive MCS queue locks (StealDB's vanilla baseline). A waiter waits in FIFO
+/// order up to <see cref="WaitThreshold"/> rounds, then aborts its transaction. Its node
+/// cannot leave the queue (StealDBMutantTimeoutCancels shows an abortable queue breaks
+/// mutual exclusion), so it stays queued as "abandoned": the aborting transaction first
+/// releases every lock it holds, then waits for each abandoned node to reach the head and
+/// releases it at once (proofs/StealDB.md, C2). That wait ends: the nodes ahead are held by
+/// transactions that finish or time out in turn, and the aborter holds nothing.
+/// </summary>
+public sealed class Mcs(ProtocolSetup setup) : LockingProtocol(setup)
+{
+    public const int WaitThreshold = 1 << 12;
+    const byte Abandoned = 3;
+
+    readonly McsLock _lock = new(setup.Workers * TxnContext.MaxOps, setup.Mutants.HasFlag(Mutants.McsReleaseClearTail));
+
+    public override string Name => "Mcs";
+
+    static int Node(TxnContext ctx, int access) => ctx.Worker * TxnContext.MaxOps + access;
+
+    protected override bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason)
+    {
+        reason = AbortReason.None;
+        if (ctx.AccMode[access] == Exclusive) return true; // reads lock exclusive too: nothing to upgrade
+        int node = Node(ctx, access);
+        ref long tail = ref table.Word(ctx.AccRow[access]);
+        if (!_lock.TryLock(ref tail, node))
+        {
+            var wait = new SpinWait();
+            for (int round = 0; !_lock.CheckAcquired(node); round++)
+            {
+                if (round == WaitThreshold)
+                {
+                    ctx.AccMode[access] = Abandoned;
+                    reason = AbortReason.WaitTimeout;
+                    return false;
+                }
+                Spin.Once(ref wait);
+            }
+        }
+        ctx.AccMode[access] = Exclusive;
+        return true;
+    }
+
+    protected override void ReleaseAll(TxnContext ctx)
+    {
+        int abandoned = -1;
+        for (int i = 0; i < ctx.AccessCount; i++)
+        {
+            if (ctx.AccMode[i] == Exclusive) _lock.Unlock(ref Db[ctx.AccTable[i]].Word(ctx.AccRow[i]), Node(ctx, i));
+            else if (ctx.AccMode[i] == Abandoned) abandoned = i;
+            ctx.AccMode[i] = None;
+        }
+        if (abandoned < 0) return; // an attempt waits on at most one lock at a time: its last
+        var wait = new SpinWait();
+        while (!_lock.CheckAcquired(Node(ctx, abandoned))) Spin.Once(ref wait);
+        _lock.Unlock(ref Db[ctx.AccTable[abandoned]].Word(ctx.AccRow[abandoned]), Node(ctx, abandoned));
+    }
+}

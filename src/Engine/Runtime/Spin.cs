@@ -1,0 +1,43 @@
+namespace Contend.Engine.Runtime;
+
+/// <summary>
+/// The one way the engine waits. Every wait loop calls <see cref="Once"/>, so that
+/// under Coyote's rewriting (SpinWait.SpinOnce becomes a scheduling point) every
+/// wait is a place where another thread can be scheduled.
+/// </summary>
+public static class Spin
+{
+    /// <summary>One round of back-off for a wait loop that re-checks a shared word.</summary>
+    public static void Once(ref SpinWait wait) => wait.SpinOnce(sleep1Threshold: -1);
+
+    /// <summary>Abort back-off: spins for a pseudo-random number of rounds that grows with
+    /// the retry count (capped), so that two transactions aborting each other drift apart.</summary>
+    public static void Backoff(int retries, ref ulong rng)
+    {
+        int cap = 1 << Math.Min(retries, 10);
+        int rounds = (int)(Rng.Next(ref rng) % (ulong)cap);
+        var wait = new SpinWait();
+        for (int i = 0; i < rounds; i++)
+        {
+            Once(ref wait);
+            if (wait.NextSpinWillYield) wait.Reset();
+        }
+    }
+}
+
+/// <summary>SplitMix64: a seedable generator with one ulong of state, no allocation.</summary>
+public static class Rng
+{
+    public static ulong Next(ref ulong state)
+    {
+        ulong z = state += 0x9E3779B97F4A7C15UL;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9UL;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBUL;
+        return z ^ (z >> 31);
+    }
+
+    /// <summary>A double uniform in [0, 1).</summary>
+    public static double NextDouble(ref ulong state) => (Next(ref state) >> 11) * (1.0 / (1UL << 53));
+
+    public static ulong Seed(ulong seed, int stream) => seed * 0x2545F4914F6CDD1DUL + (ulong)stream * 0x9E3779B97F4A7C15UL + 1;
+}

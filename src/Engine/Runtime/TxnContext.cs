@@ -1,0 +1,106 @@
+using System.Diagnostics;
+using Contend.Engine.History;
+using Contend.Engine.Programs;
+
+namespace Contend.Engine.Runtime;
+
+/// <summary>
+/// One worker's transaction state, reused for every transaction it runs (no allocation
+/// per transaction in steady state). Only the owning worker reads or writes it, except
+/// where a protocol publishes a field for others and says so.
+/// </summary>
+public sealed class TxnContext
+{
+    public const int MaxOps = 64;
+
+    public int Worker { get; }
+    public TxnProgram Program { get; private set; } = null!;
+    public readonly long[] Args = new long[MaxOps * 2];
+    public readonly long[] Results = new long[MaxOps];
+
+    /// <summary>Id of the current attempt: unique among all attempts of the run, never 0
+    /// (low 8 bits: worker, high bits: the worker's attempt sequence). A committed
+    /// attempt's id is the version its writes install.</summary>
+    public long TxnId { get; private set; }
+    long _attempts;
+    /// <summary>WaitDie's age: taken from a global counter when a transaction first starts
+    /// and kept across its retries, so a retried transaction grows older and does not starve.</summary>
+    public long Timestamp { get; private set; }
+
+    // The access set: one entry per distinct row the attempt touched.
+    public int AccessCount;
+    public readonly int[] AccTable = new int[MaxOps];
+    public readonly int[] AccRow = new int[MaxOps];
+    /// <summary>Lock mode held (2PL), or 1 when the row is in the write set (Silo).</summary>
+    public readonly byte[] AccMode = new byte[MaxOps];
+    /// <summary>2PL: offset of the before-image in <see cref="Buffer"/>, -1 if not written.
+    /// Silo: offset of the private copy.</summary>
+    public readonly int[] AccBuffer = new int[MaxOps];
+    /// <summary>Version observed when the row was first read (the history's reads-from; Silo's validation).</summary>
+    public readonly long[] AccVersion = new long[MaxOps];
+    /// <summary>Protocol-specific per-access word (the MCS queue node, for instance).</summary>
+    public readonly int[] AccExtra = new int[MaxOps];
+    public readonly byte[] Buffer = new byte[64 * 1024];
+    public int BufferUsed;
+
+    // Inserts, applied at commit.
+    public int InsertCount;
+    public readonly int[] InsOp = new int[MaxOps];
+    public readonly long[] InsKey = new long[MaxOps];
+
+    public readonly int[] Scratch = new int[MaxOps];
+
+    public HistoryRecorder? Recorder { get; }
+
+    public TxnContext(int worker, HistoryRecorder? recorder)
+    {
+        Debug.Assert(worker is >= 0 and < 256, $"worker {worker}: a transaction id keeps the worker in 8 bits");
+        Worker = worker;
+        Recorder = recorder;
+    }
+
+    /// <summary>Starts a new transaction (not a retry): takes a fresh WaitDie timestamp.</summary>
+    public void Start(TxnProgram program, long timestamp)
+    {
+        Program = program;
+        Timestamp = timestamp;
+    }
+
+    /// <summary>Starts an attempt of the current transaction with empty access and insert sets.</summary>
+    public void BeginAttempt()
+    {
+        TxnId = (++_attempts << 8) | (uint)Worker;
+        AccessCount = 0;
+        InsertCount = 0;
+        BufferUsed = 0;
+    }
+
+    public int FindAccess(int table, int row)
+    {
+        for (int i = 0; i < AccessCount; i++)
+            if (AccRow[i] == row && AccTable[i] == table) return i;
+        return -1;
+    }
+
+    public int AddAccess(int table, int row)
+    {
+        Debug.Assert(AccessCount < MaxOps, $"program {Program.Name}: more than {MaxOps} distinct rows");
+        int i = AccessCount++;
+        AccTable[i] = table;
+        AccRow[i] = row;
+        AccMode[i] = 0;
+        AccBuffer[i] = -1;
+        AccVersion[i] = 0;
+        AccExtra[i] = 0;
+        return i;
+    }
+
+    public Span<byte> Reserve(int size, out int offset)
+    {
+        offset = BufferUsed;
+        if (offset + size > Buffer.Length)
+            throw new InvalidOperationException($"program {Program.Name}: rows touched exceed the context's {Buffer.Length} B of copies");
+        BufferUsed += size;
+        return Buffer.AsSpan(offset, size);
+    }
+}

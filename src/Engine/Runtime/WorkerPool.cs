@@ -1,0 +1,123 @@
+using System.Diagnostics;
+using Contend.Engine.History;
+using Contend.Engine.Protocols;
+
+namespace Contend.Engine.Runtime;
+
+public sealed record RunOptions(int Threads, double Seconds, double WarmupSeconds = 0, bool RecordHistory = false, bool Pin = true, ulong Seed = 1);
+
+public sealed record RunResult(WorkerStats Total, double MeasuredSeconds, IReadOnlyList<WorkerStats> PerWorker,
+                               List<CommittedTxn>? History, IReadOnlyList<string> Warnings)
+{
+    public double Throughput => Total.Commits / MeasuredSeconds;
+    /// <summary>Conflict aborts per attempt that ended (commits, user aborts and conflict aborts).</summary>
+    public double AbortRate => Total.TotalAborts / (double)Math.Max(1, Total.Commits + Total.UserAborts + Total.TotalAborts);
+}
+
+/// <summary>
+/// Runs a protocol over a workload on one OS thread per worker, each pinned to its own core
+/// where the OS allows. A conflict-aborted transaction is retried (same arguments) after a
+/// randomized back-off until it commits, its logic aborts it, or the run ends.
+/// </summary>
+public static class WorkerPool
+{
+    const int Warmup = 0, Measure = 1, Stop = 2;
+
+    public static RunResult Run(ITransactionProtocol protocol, IWorkload workload, RunOptions options, Action<double>? progress = null)
+    {
+        if (options.Threads is < 1 or > 255) throw new ArgumentOutOfRangeException(nameof(options), $"threads {options.Threads}: must be 1..255");
+        int phase = options.WarmupSeconds > 0 ? Warmup : Measure;
+        long timestamps = 0;
+        var recorder = options.RecordHistory ? new HistoryRecorder(options.Threads) : null;
+        var stats = new WorkerStats[options.Threads];
+        var warnings = new List<string>();
+        Exception? failure = null;
+        var threads = new Thread[options.Threads];
+        using var started = new CountdownEvent(options.Threads);
+        for (int w = 0; w < options.Threads; w++)
+        {
+            int worker = w;
+            stats[w] = new WorkerStats();
+            threads[w] = new Thread(() =>
+            {
+                try
+                {
+                    if (options.Pin && PinWarning(worker % Environment.ProcessorCount) is { } warning)
+                        lock (warnings) warnings.Add(warning);
+                    var ctx = new TxnContext(worker, recorder);
+                    var source = workload.CreateSource(worker, options.Seed);
+                    ulong rng = Rng.Seed(options.Seed ^ 0x5EED, worker);
+                    started.Signal();
+                    Work(protocol, source, ctx, stats[worker], ref phase, ref timestamps, ref rng);
+                }
+                catch (Exception e)
+                {
+                    Interlocked.CompareExchange(ref failure, e, null);
+                    Volatile.Write(ref phase, Stop);
+                }
+            }) { IsBackground = true, Name = $"contend-worker-{worker}" };
+            threads[w].Start();
+        }
+        started.Wait();
+        var clock = Stopwatch.StartNew();
+        WaitFor(options.WarmupSeconds, clock, 0, options.WarmupSeconds + options.Seconds, progress, ref phase);
+        Interlocked.CompareExchange(ref phase, Measure, Warmup);
+        var measured = Stopwatch.StartNew();
+        WaitFor(options.Seconds, measured, options.WarmupSeconds, options.WarmupSeconds + options.Seconds, progress, ref phase);
+        double seconds = measured.Elapsed.TotalSeconds;
+        Volatile.Write(ref phase, Stop);
+        foreach (var t in threads) t.Join();
+        if (failure is not null) throw new InvalidOperationException($"worker failed: {failure.Message}", failure);
+        var total = new WorkerStats();
+        foreach (var s in stats) total.Add(s);
+        return new RunResult(total, seconds, stats, recorder?.Collect(), warnings.Distinct().ToList());
+    }
+
+    static string? PinWarning(int core) => Affinity.PinCurrentThread(core);
+
+    static void WaitFor(double seconds, Stopwatch clock, double offset, double total, Action<double>? progress, ref int phase)
+    {
+        while (clock.Elapsed.TotalSeconds < seconds && Volatile.Read(ref phase) != Stop)
+        {
+            Thread.Sleep(Math.Clamp((int)((seconds - clock.Elapsed.TotalSeconds) * 1000), 1, 100));
+            progress?.Invoke((offset + Math.Min(seconds, clock.Elapsed.TotalSeconds)) / total);
+        }
+    }
+
+    static void Work(ITransactionProtocol protocol, ITransactionSource source, TxnContext ctx, WorkerStats stats,
+                     ref int phase, ref long timestamps, ref ulong rng)
+    {
+        bool measuring = false;
+        while (true)
+        {
+            int now = Volatile.Read(ref phase);
+            if (now == Stop) return;
+            if (now == Measure && !measuring)
+            {
+                stats.Reset();
+                measuring = true;
+            }
+            var program = source.Next(ctx);
+            ctx.Start(program, Interlocked.Increment(ref timestamps));
+            long start = Stopwatch.GetTimestamp();
+            for (int retries = 0; ; retries++)
+            {
+                var outcome = protocol.Run(ctx, out var reason);
+                if (outcome == Outcome.Committed)
+                {
+                    stats.Commits++;
+                    stats.RecordLatency((long)Stopwatch.GetElapsedTime(start).TotalNanoseconds);
+                    break;
+                }
+                stats.Aborts[(int)reason]++;
+                if (outcome == Outcome.UserAborted)
+                {
+                    stats.UserAborts++;
+                    break;
+                }
+                if (Volatile.Read(ref phase) == Stop) return;
+                Spin.Backoff(retries, ref rng);
+            }
+        }
+    }
+}

@@ -1,0 +1,161 @@
+using System.Diagnostics;
+using System.Runtime.CompilerServices;
+using System.Numerics;
+using System.Runtime.InteropServices;
+
+namespace Contend.Engine.Storage;
+
+/// <summary>
+/// A table: one pinned arena of fixed-size rows, allocated once at 64-byte alignment,
+/// and a primary hash index sized at creation. Rows are never freed while the table
+/// lives, so a row number stays valid for the table's lifetime.
+/// </summary>
+/// <remarks>
+/// Row layout (the stride is a multiple of 64 so that no two rows share a cache line):
+/// <code>
+///   +0   record word   8 B   the protocol family's lock / version word (RecordWords.cs)
+///   +8   version       8 B   id of the transaction that installed the current value;
+///                            0 for the loaded value (the history's reads-from)
+///   +16  key           8 B   primary key, written once before the row is published
+///   +24  payload       PayloadSize bytes
+/// </code>
+/// Shared words are read and written only through <c>ref long</c> with Volatile /
+/// Interlocked, never through raw pointer loads, so Coyote's rewriter sees every access
+/// (../../shared/DESIGN.md).
+/// </remarks>
+public sealed unsafe class Table : IDisposable
+{
+    public const int HeaderSize = 24;
+    const int WordOffset = 0, VersionOffset = 8, KeyOffset = 16;
+
+    public string Name { get; }
+    public int Id { get; }
+    public int PayloadSize { get; }
+    public int Stride { get; }
+    public int Capacity { get; }
+
+    byte* _rows;
+    int _count;
+    readonly int[] _slots;   // open addressing, linear probing: row + 1, 0 = empty
+    readonly int _slotMask;
+
+    public Table(string name, int id, int payloadSize, int capacity)
+    {
+        if (payloadSize < 0) throw new ArgumentOutOfRangeException(nameof(payloadSize), $"table {name}: payload size {payloadSize} is negative");
+        if (capacity <= 0) throw new ArgumentOutOfRangeException(nameof(capacity), $"table {name}: capacity {capacity} must be positive");
+        Name = name;
+        Id = id;
+        PayloadSize = payloadSize;
+        Stride = (HeaderSize + payloadSize + 63) & ~63;
+        Capacity = capacity;
+        nuint bytes = (nuint)Stride * (nuint)capacity;
+        _rows = (byte*)NativeMemory.AlignedAlloc(bytes, 64);
+        NativeMemory.Clear(_rows, bytes);
+        // At most 2/3 full: keeps probe sequences short at the sizes the workloads load.
+        int slots = (int)Math.Min(1L << 30, (long)BitOperations.RoundUpToPowerOf2((uint)Math.Max(4, capacity + capacity / 2)));
+        _slots = new int[slots];
+        _slotMask = slots - 1;
+    }
+
+    public int Count => Volatile.Read(ref _count);
+
+    public long MemoryBytes => (long)Stride * Capacity + (long)_slots.Length * sizeof(int);
+
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    byte* Row(int row)
+    {
+        Debug.Assert((uint)row < (uint)Capacity, $"table {Name}: row {row} outside 0..{Capacity - 1}");
+        return _rows + (nint)row * Stride;
+    }
+
+    /// <summary>The row's record word; its layout belongs to the protocol family (RecordWords.cs).</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    public ref long Word(int row) => ref Unsafe.AsRef<long>(Row(row) + WordOffset);
+
+    /// <summary>Id of the transaction whose write is the row's current value (0: loaded).</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    public ref long Version(int row) => ref Unsafe.AsRef<long>(Row(row) + VersionOffset);
+
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    public long Key(int row) => Volatile.Read(ref Unsafe.AsRef<long>(Row(row) + KeyOffset));
+
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    public Span<byte> Payload(int row) => new(Row(row) + HeaderSize, PayloadSize);
+
+    /// <summary>Index of the row with this key, or -1. Allocates nothing.</summary>
+    public int Find(long key)
+    {
+        int slot = Hash(key) & _slotMask;
+        while (true)
+        {
+            int entry = Volatile.Read(ref _slots[slot]);
+            if (entry == 0) return -1;
+            if (Key(entry - 1) == key) return entry - 1;
+            slot = (slot + 1) & _slotMask;
+        }
+    }
+
+    /// <summary>
+    /// Takes a fresh row for this key, not yet reachable by <see cref="Find"/>: the caller
+    /// fills it, then <see cref="Publish"/>es it. Returns -1 when the table is full.
+    /// </summary>
+    public int Allocate(long key)
+    {
+        int row = Interlocked.Increment(ref _count) - 1;
+        if (row >= Capacity)
+        {
+            Interlocked.Decrement(ref _count);
+            return -1;
+        }
+        Volatile.Write(ref Unsafe.AsRef<long>(Row(row) + KeyOffset), key);
+        return row;
+    }
+
+    /// <summary>
+    /// Makes an allocated row reachable by its key. The index slot is claimed by CAS after the
+    /// row is filled, so a concurrent <see cref="Find"/> sees the row whole or not at all.
+    /// Returns false if the key is already present (the row then stays unreachable); two
+    /// inserts of one key racing are the caller's to prevent (every workload derives inserted
+    /// keys from a counter it holds an exclusive lock on).
+    /// </summary>
+    public bool Publish(int row)
+    {
+        long key = Key(row);
+        int slot = Hash(key) & _slotMask;
+        while (true)
+        {
+            int entry = Volatile.Read(ref _slots[slot]);
+            if (entry == 0)
+            {
+                if (Interlocked.CompareExchange(ref _slots[slot], row + 1, 0) == 0) return true;
+                continue; // lost the slot to another insert: look at what it put there
+            }
+            if (Key(entry - 1) == key) return false;
+            slot = (slot + 1) & _slotMask;
+        }
+    }
+
+    /// <summary>Loads a row with this key (single-threaded load phase); throws if full or duplicate.</summary>
+    public int Load(long key)
+    {
+        int row = Allocate(key);
+        if (row < 0) throw new InvalidOperationException($"table {Name}: full at {Capacity} rows while loading key {key}");
+        if (!Publish(row)) throw new InvalidOperationException($"table {Name}: key {key} loaded twice");
+        return row;
+    }
+
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    static int Hash(long key) => (int)(((ulong)key * 0x9E3779B97F4A7C15UL) >> 33);
+
+    public void Dispose()
+    {
+        if (_rows != null)
+        {
+            NativeMemory.AlignedFree(_rows);
+            _rows = null;
+        }
+        GC.SuppressFinalize(this);
+    }
+
+    ~Table() => Dispose();
+}

@@ -1,0 +1,106 @@
+using System.CommandLine;
+using System.Globalization;
+using Contend.Engine.Protocols;
+using Contend.Engine.Runtime;
+using Contend.Harness;
+using Contend.Harness.Workloads;
+using Spectre.Console;
+
+// contend: runs the engine's protocols over its workloads (../../shared/DESIGN.md, "Runner").
+// Exit codes: 0 done, 1 a check failed, 2 bad input (one line naming the problem).
+
+var protocol = new Option<string>("--protocol") { Description = $"one of {string.Join(", ", ProtocolRegistry.Names)}", Required = true };
+var workloadName = new Option<string>("--workload") { Description = "ycsb, stealdb or tpcc", DefaultValueFactory = _ => "ycsb" };
+var threads = new Option<int>("--threads") { Description = "worker threads, one pinned per core", DefaultValueFactory = _ => 2 };
+var seconds = new Option<double>("--seconds") { Description = "measured seconds", DefaultValueFactory = _ => 5 };
+var warmup = new Option<double>("--warmup") { Description = "seconds run before measuring", DefaultValueFactory = _ => 1 };
+var check = new Option<bool>("--check") { Description = "record the history and check it is serializable" };
+var output = new Option<string?>("--out") { Description = "write PREFIX.csv and PREFIX.json" };
+var seed = new Option<ulong>("--seed") { Description = "workload seed: the same seed gives the same transactions", DefaultValueFactory = _ => 1 };
+var noPin = new Option<bool>("--no-pin") { Description = "do not pin workers to cores" };
+var knobs = new WorkloadKnobs();
+
+var run = new Command("run", "run one protocol on one workload and print a summary") { protocol, workloadName, threads, seconds, warmup, check, output, seed, noPin };
+knobs.AddTo(run);
+run.SetAction(parse =>
+{
+    string? prefix = parse.GetValue(output);
+    if (prefix is not null) Runner.CheckWritable(prefix);
+    var options = Options(parse.GetValue(threads), parse.GetValue(seconds), parse.GetValue(warmup), parse.GetValue(check), !parse.GetValue(noPin), parse.GetValue(seed));
+    var make = knobs.Factory(parse.GetValue(workloadName)!, parse);
+    string name = parse.GetValue(protocol)!;
+    RunRow row;
+    if (options.WarmupSeconds + options.Seconds > 3 && !Console.IsOutputRedirected)
+    {
+        RunRow? done = null;
+        AnsiConsole.Progress().Start(p =>
+        {
+            var task = p.AddTask($"{name} on {parse.GetValue(workloadName)}", maxValue: 1);
+            done = Runner.RunOne(name, make, options, f => task.Value = f);
+            task.Value = 1;
+        });
+        row = done!;
+    }
+    else row = Runner.RunOne(name, make, options);
+    Print([row]);
+    if (prefix is not null) Runner.Write(prefix, [row], Runner.Metadata(Environment.CommandLine, options.Seed));
+    return row.Anomalies > 0 ? 1 : 0;
+});
+
+var demoSeconds = new Option<double>("--seconds") { Description = "measured seconds per protocol", DefaultValueFactory = _ => 1 };
+var demo = new Command("demo", "a short high-contention YCSB run of every protocol with the history checker on, and the checker's broken control")
+{ demoSeconds, threads };
+demo.SetAction(parse =>
+{
+    var options = Options(parse.GetValue(threads), parse.GetValue(demoSeconds), 0.2, true, true, 1);
+    Func<IWorkload> make = () => new Ycsb(rows: 1_000_000, requests: 16, readFraction: 0.5, theta: 0.9);
+    Console.WriteLine($"{make().Describe()}; {options.Threads} workers, {options.Seconds} s each, history checked\n");
+    var rows = new List<RunRow>();
+    foreach (string name in ProtocolRegistry.Names.Append(ProtocolRegistry.BrokenControl))
+    {
+        rows.Add(Runner.RunOne(name, make, options));
+        Console.Error.WriteLine($"  {name}: {rows[^1].Throughput:N0} txn/s, {rows[^1].Anomalies} anomalies");
+    }
+    Print(rows);
+    var broken = rows.Where(r => r.Protocol != ProtocolRegistry.BrokenControl && r.Anomalies != 0).ToList();
+    var control = rows.Single(r => r.Protocol == ProtocolRegistry.BrokenControl);
+    foreach (var r in broken) Console.WriteLine($"FAIL {r.Protocol}: {r.FirstAnomaly}");
+    Console.WriteLine(control.Anomalies > 0
+        ? $"control {control.Protocol}: the checker found {control.Anomalies} anomalies, as it must; first: {control.FirstAnomaly}"
+        : $"FAIL control {control.Protocol}: the checker found no anomaly in a protocol that is not serializable");
+    return broken.Count == 0 && control.Anomalies > 0 ? 0 : 1;
+});
+
+var root = new RootCommand("contend: Contend's protocols on its workloads") { run, demo };
+try
+{
+    var parsed = root.Parse(args);
+    if (parsed.Errors.Count > 0)
+    {
+        Console.Error.WriteLine($"contend: {parsed.Errors[0].Message}");
+        return 2;
+    }
+    return parsed.Invoke();
+}
+catch (Exception e) when (e is UsageException or ArgumentOutOfRangeException or ArgumentException)
+{
+    string message = e is ArgumentOutOfRangeException a ? a.Message.Split(" (Parameter")[0] : e.Message;
+    Console.Error.WriteLine($"contend: {message}");
+    return 2;
+}
+
+static RunOptions Options(int threads, double seconds, double warmup, bool check, bool pin, ulong seed)
+{
+    if (threads is < 1 or > 255) throw new UsageException($"--threads {threads}: must be in 1..255");
+    if (!(seconds > 0) || seconds > 86_400) throw new UsageException($"--seconds {seconds.ToString(CultureInfo.InvariantCulture)}: must be in (0, 86400]");
+    if (!(warmup >= 0) || warmup > 86_400) throw new UsageException($"--warmup {warmup.ToString(CultureInfo.InvariantCulture)}: must be in [0, 86400]");
+    return new RunOptions(threads, seconds, warmup, check, pin, seed);
+}
+
+static void Print(IReadOnlyList<RunRow> rows)
+{
+    Console.WriteLine(Runner.Table(rows));
+    foreach (var w in rows.SelectMany(r => r.Warnings).Distinct()) Console.WriteLine($"warning: {w}");
+    foreach (var r in rows.Where(r => r.Anomalies > 0 && r.Protocol != ProtocolRegistry.BrokenControl))
+        Console.WriteLine($"ANOMALY in {r.Protocol}: {r.FirstAnomaly}");
+}

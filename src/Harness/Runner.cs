@@ -1,0 +1,133 @@
+using System.Diagnostics;
+using System.Globalization;
+using System.Text;
+using System.Text.Json;
+using Contend.Engine.History;
+using Contend.Engine.Protocols;
+using Contend.Engine.Runtime;
+using Contend.Engine.Storage;
+
+namespace Contend.Harness;
+
+/// <summary>Bad input: exit code 2 and one line naming the problem.</summary>
+public sealed class UsageException(string message) : Exception(message);
+
+public sealed record RunRow(string Protocol, string Workload, string Config, int Threads, double Seconds, long Commits,
+                            double Throughput, double AbortRate, long UserAborts, IReadOnlyDictionary<string, long> AbortsByReason,
+                            double P50Micros, double P99Micros, int CheckedTransactions, int Anomalies, string? FirstAnomaly,
+                            IReadOnlyList<string> Warnings);
+
+/// <summary>Runs one protocol over one freshly loaded workload, and checks its history when asked.</summary>
+public static class Runner
+{
+    public static RunRow RunOne(string protocolName, Func<IWorkload> makeWorkload, RunOptions options, Action<double>? progress = null)
+    {
+        if (!ProtocolRegistry.IsKnown(protocolName))
+            throw new UsageException($"unknown protocol '{protocolName}' (known: {string.Join(", ", ProtocolRegistry.Names)})");
+        var workload = makeWorkload();
+        using var db = new Database();
+        workload.Load(db);
+        var protocol = ProtocolRegistry.Create(protocolName, ProtocolSetup.For(db, options.Threads));
+        var result = WorkerPool.Run(protocol, workload, options, progress);
+        SerializabilityChecker.Report? report = result.History is null ? null : SerializabilityChecker.Check(result.History);
+        var reasons = Enum.GetValues<AbortReason>().Where(r => r != AbortReason.None && result.Total.Aborts[(int)r] > 0)
+                          .ToDictionary(r => r.ToString(), r => result.Total.Aborts[(int)r]);
+        var warnings = result.Warnings.ToList();
+        if (result.Total.Aborts[(int)AbortReason.TableFull] > 0)
+            warnings.Add("inserts found a table full: raise the workload's insert capacity");
+        return new RunRow(protocol.Name, workload.Name, workload.Describe(), options.Threads, result.MeasuredSeconds, result.Total.Commits,
+                          result.Throughput, result.AbortRate, result.Total.UserAborts, reasons,
+                          result.Total.LatencyPercentileMicros(50), result.Total.LatencyPercentileMicros(99),
+                          report?.Transactions ?? -1, report?.Anomalies.Count ?? -1,
+                          report?.Anomalies.FirstOrDefault() is { } a ? $"{a.Kind}: {a.Description}" : null, warnings);
+    }
+
+    public static string Table(IReadOnlyList<RunRow> rows)
+    {
+        var sb = new StringBuilder();
+        sb.AppendLine($"{"protocol",-20} {"txn/s",12} {"abort rate",10} {"p50 us",8} {"p99 us",9} {"checked txns",13} {"anomalies",9}  aborts by reason");
+        foreach (var r in rows)
+        {
+            string check = r.Anomalies < 0 ? "-" : r.Anomalies.ToString(CultureInfo.InvariantCulture);
+            string checkedTxns = r.CheckedTransactions < 0 ? "off" : r.CheckedTransactions.ToString("N0", CultureInfo.InvariantCulture);
+            string reasons = string.Join(", ", r.AbortsByReason.Select(kv => $"{kv.Key} {kv.Value:N0}"));
+            sb.AppendLine(CultureInfo.InvariantCulture,
+                $"{r.Protocol,-20} {r.Throughput,12:N0} {r.AbortRate,10:P1} {r.P50Micros,8:N1} {r.P99Micros,9:N1} {checkedTxns,13} {check,9}  {reasons}");
+        }
+        return sb.ToString();
+    }
+
+    /// <summary>Run metadata every result file carries.</summary>
+    public static Dictionary<string, string> Metadata(string commandLine, ulong seed) => new()
+    {
+        ["command"] = commandLine,
+        ["seed"] = seed.ToString(CultureInfo.InvariantCulture),
+        ["commit"] = GitCommit(),
+        ["machine"] = $"{Environment.MachineName}, {Environment.ProcessorCount} cores, {System.Runtime.InteropServices.RuntimeInformation.OSDescription}, .NET {Environment.Version}",
+        ["date"] = DateTime.UtcNow.ToString("yyyy-MM-ddTHH:mm:ssZ", CultureInfo.InvariantCulture),
+    };
+
+    static string GitCommit()
+    {
+        try
+        {
+            using var git = Process.Start(new ProcessStartInfo("git", "rev-parse --short HEAD")
+            { RedirectStandardOutput = true, RedirectStandardError = true, WorkingDirectory = AppContext.BaseDirectory })!;
+            string output = git.StandardOutput.ReadToEnd().Trim();
+            git.WaitForExit();
+            return git.ExitCode == 0 ? output : "unknown";
+        }
+        catch (System.ComponentModel.Win32Exception)
+        {
+            return "unknown (git not found)";
+        }
+    }
+
+    /// <summary>Checks up front that <paramref name="prefix"/>.csv and .json can be written, so a
+    /// long run does not end in a lost result.</summary>
+    public static void CheckWritable(string prefix)
+    {
+        string dir = Path.GetDirectoryName(Path.GetFullPath(prefix))!;
+        if (!Directory.Exists(dir)) throw new UsageException($"--out {prefix}: directory {dir} does not exist");
+        string probe = Path.Combine(dir, $".contend-probe-{Environment.ProcessId}");
+        try
+        {
+            File.WriteAllText(probe, "");
+            File.Delete(probe);
+        }
+        catch (Exception e) when (e is UnauthorizedAccessException or IOException)
+        {
+            throw new UsageException($"--out {prefix}: cannot write in {dir}: {e.Message}");
+        }
+    }
+
+    /// <summary>Writes prefix.csv and prefix.json whole or not at all (temporary file, then rename).</summary>
+    public static void Write(string prefix, IReadOnlyList<RunRow> rows, Dictionary<string, string> metadata)
+    {
+        var csv = new StringBuilder();
+        csv.AppendLine("protocol,workload,threads,seconds,commits,txn_per_s,abort_rate,user_aborts,aborts_by_reason,p50_us,p99_us,checked_txns,anomalies,config,command,seed,commit,machine,date");
+        foreach (var r in rows)
+        {
+            csv.AppendLine(string.Join(",", new[]
+            {
+                r.Protocol, r.Workload, Inv(r.Threads), Inv(r.Seconds), Inv(r.Commits), Inv(r.Throughput), Inv(r.AbortRate), Inv(r.UserAborts),
+                string.Join(";", r.AbortsByReason.Select(kv => $"{kv.Key}={kv.Value}")), Inv(r.P50Micros), Inv(r.P99Micros),
+                Inv(r.CheckedTransactions), Inv(r.Anomalies), r.Config, metadata["command"], metadata["seed"], metadata["commit"], metadata["machine"], metadata["date"],
+            }.Select(Quote)));
+        }
+        string json = JsonSerializer.Serialize(new { metadata, runs = rows }, new JsonSerializerOptions { WriteIndented = true });
+        Atomic(prefix + ".csv", csv.ToString());
+        Atomic(prefix + ".json", json);
+    }
+
+    static string Inv(IFormattable v) => v.ToString(null, CultureInfo.InvariantCulture);
+
+    static string Quote(string s) => s.IndexOfAny([',', '"', '\n']) >= 0 ? $"\"{s.Replace("\"", "\"\"")}\"" : s;
+
+    static void Atomic(string path, string content)
+    {
+        string temp = path + ".tmp";
+        File.WriteAllText(temp, content);
+        File.Move(temp, path, overwrite: true);
+    }
+}

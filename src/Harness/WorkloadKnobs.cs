@@ -1,0 +1,37 @@
+using System.CommandLine;
+using Contend.Engine.Runtime;
+using Contend.Harness.Workloads;
+
+namespace Contend.Harness;
+
+/// <summary>The workloads' knobs as command-line options, and a factory per workload name.</summary>
+public sealed class WorkloadKnobs
+{
+    public static readonly string[] Workloads = ["ycsb", "stealdb", "tpcc"];
+
+    readonly Option<long> _rows = new("--rows") { Description = "ycsb: rows", DefaultValueFactory = _ => 1_000_000 };
+    readonly Option<int> _requests = new("--requests") { Description = "ycsb: requests per transaction", DefaultValueFactory = _ => 16 };
+    readonly Option<double> _readFraction = new("--read-fraction") { Description = "ycsb: fraction of requests that read", DefaultValueFactory = _ => 0.5 };
+    readonly Option<double> _theta = new("--theta") { Description = "ycsb: Zipf skew in [0, 1)", DefaultValueFactory = _ => 0.9 };
+    readonly Option<int> _tables = new("--tables") { Description = "stealdb: tables", DefaultValueFactory = _ => 32 };
+    readonly Option<int> _tableRows = new("--table-rows") { Description = "stealdb: records per table", DefaultValueFactory = _ => 100_000 };
+    readonly Option<int> _ops = new("--ops") { Description = "stealdb: increments per transaction (one per table)", DefaultValueFactory = _ => 32 };
+    readonly Option<int> _hot = new("--hot") { Description = "stealdb: records of the first table in use (0: all)", DefaultValueFactory = _ => 1 };
+    readonly Option<int> _warehouses = new("--warehouses") { Description = "tpcc: warehouses", DefaultValueFactory = _ => 1 };
+    readonly Option<bool> _noInserts = new("--no-inserts") { Description = "tpcc: leave out inserts and the 1% rollback, as DBx1000 does" };
+    readonly Option<int> _orderCapacity = new("--order-capacity") { Description = "tpcc: orders the insert tables can hold", DefaultValueFactory = _ => 1_000_000 };
+
+    public void AddTo(Command command)
+    {
+        foreach (var o in new Option[] { _rows, _requests, _readFraction, _theta, _tables, _tableRows, _ops, _hot, _warehouses, _noInserts, _orderCapacity })
+            command.Options.Add(o);
+    }
+
+    public Func<IWorkload> Factory(string name, ParseResult p) => name switch
+    {
+        "ycsb" => () => new Ycsb(p.GetValue(_rows), p.GetValue(_requests), p.GetValue(_readFraction), p.GetValue(_theta)),
+        "stealdb" => () => new StealDbMicro(p.GetValue(_tables), p.GetValue(_tableRows), p.GetValue(_ops), p.GetValue(_hot)),
+        "tpcc" => () => new Tpcc(p.GetValue(_warehouses), !p.GetValue(_noInserts), p.GetValue(_orderCapacity)),
+        _ => throw new UsageException($"unknown workload '{name}' (known: {string.Join(", ", Workloads)})"),
+    };
+}

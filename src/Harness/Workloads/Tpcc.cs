@@ -1,0 +1,208 @@
+using System.Buffers.Binary;
+using Contend.Engine.Programs;
+using Contend.Engine.Runtime;
+using Contend.Engine.Storage;
+
+namespace Contend.Harness.Workloads;
+
+/// <summary>
+/// TPC-C NewOrder and Payment, 50:50, over <c>warehouses</c> warehouses.
+/// Included: warehouse, district, customer, item and stock rows with the fields the two
+/// transactions read and write; NewOrder's 5-15 lines, 1% of them supplied by a remote
+/// warehouse, and its 1% rollback (an unused item id on the last line); Payment's 15%
+/// remote customers; NURand customer and item ids; and the inserts (orders, new-order,
+/// order lines, history) unless turned off.
+/// Left out: Payment's 60% customer selection by last name (customers are chosen by id),
+/// the customer's bad-credit data update, the 3,000 initial orders per district, and the
+/// other three transactions. With inserts off the rollback is off too, as in DBx1000, so
+/// the two are compared on the same transactions.
+/// </summary>
+public sealed class Tpcc(int warehouses, bool inserts, int orderCapacity) : IWorkload
+{
+    readonly int _warehouses = warehouses;
+    readonly bool _inserts = inserts;
+    public const int Districts = 10, Customers = 3000, Items = 100_000, MinLines = 5, MaxLines = 15;
+    // Payload sizes as TPC-C's row sizes (clause 1.3), so rows span the cache lines they would.
+    const int WarehouseSize = 89, DistrictSize = 95, CustomerSize = 655, ItemSize = 82, StockSize = 306,
+              OrderSize = 32, NewOrderSize = 8, OrderLineSize = 40, HistorySize = 48;
+    const int LineArgs = 5, ArgsPerLine = 3;
+
+    readonly TxnProgram[] _newOrder = new TxnProgram[MaxLines + 1];
+    TxnProgram _payment = null!;
+    long _customerC, _itemC;
+
+    public string Name => "tpcc";
+
+    public string Describe() =>
+        $"TPC-C NewOrder + Payment 50:50, {_warehouses} warehouse(s), " +
+        (_inserts ? $"with inserts (room for {orderCapacity:N0} orders) and the 1% NewOrder rollback" : "no inserts and no rollback (as DBx1000)") +
+        "; customers by id only (no by-last-name), no bad-credit update, no initial orders, no Delivery/OrderStatus/StockLevel";
+
+    public static long DistrictKey(long w, long d) => w * Districts + d;
+    public static long CustomerKey(long w, long d, long c) => DistrictKey(w, d) * Customers + c;
+    public static long StockKey(long w, long i) => w * Items + i;
+    public static long OrderKey(long w, long d, long orderId) => (DistrictKey(w, d) << 24) | orderId;
+
+    public void Load(Database db)
+    {
+        if (_warehouses is < 1 or > 1000) throw new ArgumentOutOfRangeException("warehouses", $"tpcc: warehouses = {_warehouses} must be in 1..1000");
+        if (_inserts && orderCapacity is < 1000 or > 50_000_000) throw new ArgumentOutOfRangeException(nameof(orderCapacity), $"tpcc: order capacity {orderCapacity} must be in 1000..50000000");
+        ulong rng = Rng.Seed(0x7C7C, 0);
+        _customerC = (long)(Rng.Next(ref rng) % 1024);
+        _itemC = (long)(Rng.Next(ref rng) % 8192);
+        var warehouse = db.Create("warehouse", WarehouseSize, _warehouses);
+        var district = db.Create("district", DistrictSize, _warehouses * Districts);
+        var customer = db.Create("customer", CustomerSize, _warehouses * Districts * Customers);
+        var item = db.Create("item", ItemSize, Items);
+        var stock = db.Create("stock", StockSize, _warehouses * Items);
+        for (int w = 0; w < _warehouses; w++)
+        {
+            Set(warehouse.Payload(warehouse.Load(w)), 0, 30_000_000, (long)(Rng.Next(ref rng) % 2001));
+            for (int d = 0; d < Districts; d++)
+            {
+                Set(district.Payload(district.Load(DistrictKey(w, d))), 0, 3_000_000, (long)(Rng.Next(ref rng) % 2001), 1);
+                for (int c = 0; c < Customers; c++)
+                    Set(customer.Payload(customer.Load(CustomerKey(w, d, c))), 0, -1000, 1000, 1, (long)(Rng.Next(ref rng) % 5001));
+            }
+            for (int i = 0; i < Items; i++)
+                Set(stock.Payload(stock.Load(StockKey(w, i))), 0, 10 + (long)(Rng.Next(ref rng) % 91));
+        }
+        for (int i = 0; i < Items; i++)
+            Set(item.Payload(item.Load(i)), 0, 100 + (long)(Rng.Next(ref rng) % 9901));
+        if (_inserts)
+        {
+            db.Create("orders", OrderSize, orderCapacity);
+            db.Create("new_order", NewOrderSize, orderCapacity);
+            db.Create("order_line", OrderLineSize, orderCapacity * 11);
+            db.Create("history", HistorySize, orderCapacity);
+        }
+        for (int lines = MinLines; lines <= MaxLines; lines++) _newOrder[lines] = BuildNewOrder(db, lines);
+        _payment = BuildPayment(db);
+    }
+
+    static void Set(Span<byte> row, int field, params long[] values)
+    {
+        for (int i = 0; i < values.Length; i++) BinaryPrimitives.WriteInt64LittleEndian(row[((field + i) * 8)..], values[i]);
+    }
+
+    static long Get(Span<byte> row, int field) => BinaryPrimitives.ReadInt64LittleEndian(row[(field * 8)..]);
+
+    static void Add(Span<byte> row, int field, long delta) => Set(row, field, Get(row, field) + delta);
+
+    // NewOrder args: [0] w, [1] d, [2] customer, [3] lines, [4] all local; then per line
+    // [5 + 3i] item, [6 + 3i] supplying warehouse, [7 + 3i] quantity.
+    TxnProgram BuildNewOrder(Database db, int lines)
+    {
+        var b = new ProgramBuilder($"new_order_{lines}", db, LineArgs + ArgsPerLine * MaxLines);
+        b.Read("warehouse", "warehouse", KeySource.FromArg(0), (row, a, r) => Get(row, 1));
+        // district: takes the next order id (d_next_o_id, field 2) and returns it.
+        b.Write("district", "district", KeySource.Computed((a, r) => DistrictKey(a[0], a[1])), (row, a, r) =>
+        {
+            long orderId = Get(row, 2);
+            Set(row, 2, orderId + 1);
+            return orderId;
+        });
+        b.Read("customer", "customer", KeySource.Computed((a, r) => CustomerKey(a[0], a[1], a[2])), (row, a, r) => Get(row, 4));
+        for (int i = 0; i < lines; i++)
+        {
+            int at = LineArgs + ArgsPerLine * i;
+            b.Read($"item{i}", "item", KeySource.FromArg(at), (row, a, r) => Get(row, 1));
+            b.Write($"stock{i}", "stock", KeySource.Computed((a, r) => StockKey(a[at + 1], a[at])), (row, a, r) =>
+            {
+                long quantity = Get(row, 1), ordered = a[at + 2];
+                Set(row, 1, quantity >= ordered + 10 ? quantity - ordered : quantity - ordered + 91);
+                Add(row, 2, ordered);
+                Add(row, 3, 1);
+                if (a[at + 1] != a[0]) Add(row, 4, 1);
+                return 0;
+            });
+        }
+        if (_inserts)
+        {
+            b.Insert("order", "orders", KeySource.Computed((a, r) => OrderKey(a[0], a[1], r[1]), "district"),
+                     (row, a, r) => { Set(row, 0, a[2], a[3], a[4]); return 0; });
+            b.Insert("new_order", "new_order", KeySource.Computed((a, r) => OrderKey(a[0], a[1], r[1]), "district"),
+                     (row, a, r) => { Set(row, 0, r[1]); return 0; });
+            for (int i = 0; i < lines; i++)
+            {
+                int at = LineArgs + ArgsPerLine * i, line = i, itemOp = 3 + 2 * i;
+                b.Insert($"line{i}", "order_line", KeySource.Computed((a, r) => OrderKey(a[0], a[1], r[1]) * 16 + line, "district"),
+                         (row, a, r) => { Set(row, 0, a[at], a[at + 1], a[at + 2], a[at + 2] * r[itemOp]); return 0; }, $"item{i}");
+            }
+        }
+        return b.Build();
+    }
+
+    // Payment args: [0] w, [1] d, [2] customer's w, [3] customer's d, [4] customer, [5] amount, [6] history key.
+    TxnProgram BuildPayment(Database db)
+    {
+        var b = new ProgramBuilder("payment", db, 7);
+        b.Write("warehouse", "warehouse", KeySource.FromArg(0), (row, a, r) => { Add(row, 0, a[5]); return 0; });
+        b.Write("district", "district", KeySource.Computed((a, r) => DistrictKey(a[0], a[1])), (row, a, r) => { Add(row, 0, a[5]); return 0; });
+        b.Write("customer", "customer", KeySource.Computed((a, r) => CustomerKey(a[2], a[3], a[4])), (row, a, r) =>
+        {
+            Add(row, 0, -a[5]);
+            Add(row, 1, a[5]);
+            Add(row, 2, 1);
+            return 0;
+        });
+        if (_inserts)
+            b.Insert("history", "history", KeySource.FromArg(6), (row, a, r) => { Set(row, 0, CustomerKey(a[2], a[3], a[4]), a[0], a[1], a[5]); return 0; });
+        return b.Build();
+    }
+
+    public ITransactionSource CreateSource(int worker, ulong seed) => new Source(this, worker, Rng.Seed(seed, worker));
+
+    sealed class Source(Tpcc w, int worker, ulong rng) : ITransactionSource
+    {
+        ulong _rng = rng;
+        long _historySeq;
+
+        long Uniform(long lo, long hi) => lo + (long)(Rng.Next(ref _rng) % (ulong)(hi - lo + 1));
+
+        long NuRand(long a, long c, long lo, long hi) => (((Uniform(0, a) | Uniform(lo, hi)) + c) % (hi - lo + 1)) + lo;
+
+        long OtherWarehouse(long home) => w._warehouses == 1 ? home : (home + Uniform(1, w._warehouses - 1)) % w._warehouses;
+
+        public TxnProgram Next(TxnContext ctx)
+        {
+            var a = ctx.Args;
+            long home = Uniform(0, w._warehouses - 1);
+            a[0] = home;
+            a[1] = Uniform(0, Districts - 1);
+            if (Rng.Next(ref _rng) % 2 == 0)
+            {
+                int lines = (int)Uniform(MinLines, MaxLines);
+                a[2] = NuRand(1023, w._customerC, 1, Customers) - 1;
+                a[3] = lines;
+                long allLocal = 1;
+                for (int i = 0; i < lines; i++)
+                {
+                    int at = LineArgs + ArgsPerLine * i;
+                    long item;
+                    bool repeated;
+                    do // distinct items, so a NewOrder never locks one stock row twice
+                    {
+                        item = NuRand(8191, w._itemC, 1, Items) - 1;
+                        repeated = false;
+                        for (int j = 0; j < i; j++) repeated |= a[LineArgs + ArgsPerLine * j] == item;
+                    } while (repeated);
+                    a[at] = item;
+                    a[at + 1] = Uniform(1, 100) == 1 ? OtherWarehouse(home) : home;
+                    a[at + 2] = Uniform(1, 10);
+                    if (a[at + 1] != home) allLocal = 0;
+                }
+                a[4] = allLocal;
+                if (w._inserts && Uniform(1, 100) == 1) a[LineArgs + ArgsPerLine * (lines - 1)] = Items; // unused id: rollback
+                return w._newOrder[lines];
+            }
+            bool remote = w._warehouses > 1 && Uniform(1, 100) <= 15;
+            a[2] = remote ? OtherWarehouse(home) : home;
+            a[3] = remote ? Uniform(0, Districts - 1) : a[1];
+            a[4] = NuRand(1023, w._customerC, 1, Customers) - 1;
+            a[5] = Uniform(100, 500_000);
+            a[6] = ((long)worker << 40) | ++_historySeq;
+            return w._payment;
+        }
+    }
+}

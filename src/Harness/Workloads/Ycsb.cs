@@ -1,0 +1,82 @@
+using System.Buffers.Binary;
+using Contend.Engine.Programs;
+using Contend.Engine.Runtime;
+using Contend.Engine.Storage;
+
+namespace Contend.Harness.Workloads;
+
+/// <summary>
+/// YCSB as DBx1000 runs it: one table of <c>rows</c> records of 100 bytes; a transaction
+/// makes <c>requests</c> requests to distinct keys drawn from DBx1000's Zipf generator, each
+/// a read with probability <c>readFraction</c> and otherwise an update of the record.
+/// </summary>
+public sealed class Ycsb(long rows, int requests, double readFraction, double theta) : IWorkload
+{
+    public const int RecordSize = 100;
+    readonly int _requests = requests;
+    readonly double _readFraction = readFraction;
+    TxnProgram _program = null!;
+    Zipf _zipf = null!;
+
+    public string Name => "ycsb";
+
+    public string Describe() =>
+        $"YCSB: {rows:N0} rows x {RecordSize} B, {_requests} requests per transaction, {_readFraction:P0} reads, theta {theta}; " +
+        "keys distinct within a transaction (DBx1000's rule); no inserts, scans or deletes";
+
+    public void Load(Database db)
+    {
+        if (rows < 2 || rows > int.MaxValue) throw new ArgumentOutOfRangeException(nameof(rows), $"ycsb: rows = {rows} must be in 2..{int.MaxValue}");
+        if (_requests < 1 || _requests > TxnContext.MaxOps) throw new ArgumentOutOfRangeException("requests", $"ycsb: requests = {_requests} must be in 1..{TxnContext.MaxOps}");
+        if (_readFraction is < 0 or > 1) throw new ArgumentOutOfRangeException("readFraction", $"ycsb: read fraction {_readFraction} must be in [0, 1]");
+        _zipf = new Zipf(rows - 1, theta);
+        var table = db.Create("usertable", RecordSize, (int)rows);
+        for (long key = 0; key < rows; key++)
+        {
+            int row = table.Load(key);
+            BinaryPrimitives.WriteInt64LittleEndian(table.Payload(row), key);
+        }
+        var builder = new ProgramBuilder("ycsb", db, 2 * _requests);
+        for (int i = 0; i < _requests; i++)
+            builder.ReadOrWrite($"request{i}", "usertable", KeySource.FromArg(i), _requests + i, Read, Update);
+        _program = builder.Build();
+    }
+
+    /// <summary>A read returns the record's first field; an update increments it.</summary>
+    static long Read(Span<byte> row, ReadOnlySpan<long> args, ReadOnlySpan<long> results) =>
+        BinaryPrimitives.ReadInt64LittleEndian(row);
+
+    static long Update(Span<byte> row, ReadOnlySpan<long> args, ReadOnlySpan<long> results)
+    {
+        long v = BinaryPrimitives.ReadInt64LittleEndian(row) + 1;
+        BinaryPrimitives.WriteInt64LittleEndian(row, v);
+        return v;
+    }
+
+    public ITransactionSource CreateSource(int worker, ulong seed) => new Source(this, Rng.Seed(seed, worker));
+
+    sealed class Source(Ycsb w, ulong rng) : ITransactionSource
+    {
+        ulong _rng = rng;
+
+        public TxnProgram Next(TxnContext ctx)
+        {
+            var args = ctx.Args;
+            int n = w._requests;
+            for (int i = 0; i < n; i++)
+            {
+                long key;
+                bool fresh;
+                do
+                {
+                    key = w._zipf.Next(ref _rng);
+                    fresh = true;
+                    for (int j = 0; j < i; j++) fresh &= args[j] != key;
+                } while (!fresh);
+                args[i] = key;
+                args[n + i] = Rng.NextDouble(ref _rng) < w._readFraction ? 0 : 1;
+            }
+            return w._program;
+        }
+    }
+}
