@@ -80,7 +80,8 @@ try
         Console.Error.WriteLine($"contend: {parsed.Errors[0].Message}");
         return 2;
     }
-    return parsed.Invoke();
+    // Bad input must reach the handler below (exit 2, one line), not the library's own.
+    return parsed.Invoke(new InvocationConfiguration { EnableDefaultExceptionHandler = false });
 }
 catch (Exception e) when (e is UsageException or ArgumentOutOfRangeException or ArgumentException)
 {

@@ -13,7 +13,6 @@ namespace Contend.Engine.Protocols;
 public abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtocol
 {
     protected readonly Database Db = setup.Database;
-    protected readonly Mutants Mutants = setup.Mutants;
 
     public abstract string Name { get; }
 
@@ -84,7 +83,7 @@ public abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtocol
     protected bool ApplyInserts(TxnContext ctx, List<Access>? history)
     {
         if (ctx.InsertCount == 0) return true;
-        Span<int> rows = ctx.Scratch.AsSpan(0, ctx.InsertCount);
+        Span<int> rows = ctx.InsRow.AsSpan(0, ctx.InsertCount);
         for (int i = 0; i < ctx.InsertCount; i++)
         {
             rows[i] = Db[ctx.Program.Ops[ctx.InsOp[i]].TableId].Allocate(ctx.InsKey[i]);

@@ -45,9 +45,9 @@ public sealed record ProtocolSetup(Database Database, int Workers, Mutants Mutan
 }
 
 /// <summary>
-/// Deliberately broken copies of protocol steps, for tests that must catch them.
-/// Read once into static-readonly-free fields of each protocol, so a run without
-/// mutants pays one predictable branch.
+/// Deliberately broken copies of protocol steps, for tests that must catch them. Each
+/// protocol reads the flags it knows once, into readonly fields, so a run without mutants
+/// pays one predictable branch and no Enum.HasFlag on the hot path.
 /// </summary>
 [Flags]
 public enum Mutants

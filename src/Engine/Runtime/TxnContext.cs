@@ -47,7 +47,9 @@ public sealed class TxnContext
     public int InsertCount;
     public readonly int[] InsOp = new int[MaxOps];
     public readonly long[] InsKey = new long[MaxOps];
+    public readonly int[] InsRow = new int[MaxOps];
 
+    /// <summary>Working space for one commit step (Silo's sorted write set); nothing else may use it meanwhile.</summary>
     public readonly int[] Scratch = new int[MaxOps];
 
     public HistoryRecorder? Recorder { get; }

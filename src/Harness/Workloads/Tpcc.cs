@@ -80,7 +80,7 @@ public sealed class Tpcc(int warehouses, bool inserts, int orderCapacity) : IWor
         _payment = BuildPayment(db);
     }
 
-    static void Set(Span<byte> row, int field, params long[] values)
+    static void Set(Span<byte> row, int field, params ReadOnlySpan<long> values)
     {
         for (int i = 0; i < values.Length; i++) BinaryPrimitives.WriteInt64LittleEndian(row[((field + i) * 8)..], values[i]);
     }

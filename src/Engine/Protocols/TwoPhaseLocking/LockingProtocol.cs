@@ -107,11 +107,13 @@ public abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(setu
 /// <summary>2PL that aborts at the first lock it cannot take.</summary>
 public sealed class NoWait(ProtocolSetup setup) : LockingProtocol(setup)
 {
+    readonly bool _ignoreLock = setup.Mutants.HasFlag(Mutants.NoWaitIgnoreLock);
+
     public override string Name => "NoWait";
 
     protected override bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason)
     {
-        if (Mutants.HasFlag(Mutants.NoWaitIgnoreLock))
+        if (_ignoreLock)
         {
             // Mutant: acts as if it held the lock, and releases nothing.
             ctx.AccMode[access] = None;
@@ -141,11 +143,12 @@ public sealed class NoWait(ProtocolSetup setup) : LockingProtocol(setup)
 /// Waits only go from older to younger, so no cycle of waits can form.</summary>
 public sealed class WaitDie(ProtocolSetup setup) : LockingProtocol(setup)
 {
+    readonly bool _youngerWaits = setup.Mutants.HasFlag(Mutants.WaitDieYoungerWaits);
+
     public override string Name => "WaitDie";
 
     protected override bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason)
     {
-        bool youngerWaits = Mutants.HasFlag(Mutants.WaitDieYoungerWaits);
         var wait = new SpinWait();
         while (true)
         {
@@ -155,7 +158,7 @@ public sealed class WaitDie(ProtocolSetup setup) : LockingProtocol(setup)
                 reason = AbortReason.None;
                 return true;
             }
-            if (result == LockResult.Conflict && ctx.Timestamp >= holder && !youngerWaits)
+            if (result == LockResult.Conflict && ctx.Timestamp >= holder && !_youngerWaits)
             {
                 reason = AbortReason.Die;
                 return false;

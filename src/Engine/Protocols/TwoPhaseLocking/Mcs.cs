@@ -30,14 +30,19 @@ public sealed class McsLock
 
     /// <summary>TRYLOCK: MCSLock.tla InitContext, SwapTail, then EnterFree (true: the
     /// lock is ours) or LinkBehindPred (false: wait with <see cref="CheckAcquired"/>).</summary>
-    public bool TryLock(ref long tail, int node)
+    public bool TryLock(ref long tail, int node) => TryLock(ref tail, node, out _);
+
+    /// <inheritdoc cref="TryLock(ref long, int)"/>
+    /// <param name="predecessor">the node queued ahead (id + 1), 0 if none: TRYLOCK's return value, which the
+    /// FIFO hand-over check and StealDB's steal both read</param>
+    public bool TryLock(ref long tail, int node, out long predecessor)
     {
         int me = node * NodeLongs;
         // InitContext: nobody can reach this node before the swap publishes it.
         Volatile.Write(ref _nodes[me + Next], 0);
         Volatile.Write(ref _nodes[me + SpinFlag], 1);
         // SwapTail: ctx_p = XCHG(lock.tail, lockCtx).
-        long pred = Interlocked.Exchange(ref tail, node + 1);
+        long pred = predecessor = Interlocked.Exchange(ref tail, node + 1);
         if (pred == 0) return true; // EnterFree
         // LinkBehindPred: ctx_p.next = lockCtx.
         Volatile.Write(ref _nodes[(int)(pred - 1) * NodeLongs + Next], node + 1);

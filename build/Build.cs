@@ -1,0 +1,149 @@
+// Contend's one entry point, a .NET file-based app: `dotnet run build/Build.cs -- <verb> [args]`
+// (build.ps1 forwards to it). Written in C# rather than PowerShell because PowerShell does not
+// restore as a dotnet tool from this project's NuGet copy (docs/toolchain.md); this needs only
+// the .NET SDK the project already requires.
+//
+// Verbs: build, test, specs, models, coyote, bench, run, study, demo. `test` runs every suite
+// and ends with one line "N passed, N failed" over all of them.
+using System.Diagnostics;
+using System.Text.RegularExpressions;
+
+string root = Path.GetFullPath(Path.Combine(AppContext.GetData("EntryPointFileDirectoryPath") as string ?? Directory.GetCurrentDirectory(), ".."));
+if (!File.Exists(Path.Combine(root, "Contend.slnx"))) root = Directory.GetCurrentDirectory();
+if (!File.Exists(Path.Combine(root, "Contend.slnx")))
+{
+    Console.Error.WriteLine("build: run from the repository root (no Contend.slnx here)");
+    return 2;
+}
+
+// TLC: a user's TLA2TOOLS_JAR wins; otherwise the jar ../shared/tools carries on machines
+// without Maven Central; otherwise specs/check fetches TLC with Maven.
+string sharedJar = Path.GetFullPath(Path.Combine(root, "..", "shared", "tools", "tla2tools.jar"));
+if (string.IsNullOrEmpty(Environment.GetEnvironmentVariable("TLA2TOOLS_JAR")) && File.Exists(sharedJar))
+    Environment.SetEnvironmentVariable("TLA2TOOLS_JAR", sharedJar);
+
+string verb = args.Length > 0 ? args[0] : "help";
+string[] rest = args.Skip(1).ToArray();
+string contend = Path.Combine(root, "src", "Harness", "bin", "Release", "net10.0", "contend.dll");
+string coyote = Path.Combine(root, "tests", "Contend.Coyote", "bin", "Release", "net8.0", "Contend.Coyote.dll");
+
+return verb switch
+{
+    "build" => Build(),
+    "test" => Test(),
+    "specs" => Run("specs/check", rest).Code,
+    "models" => Models(),
+    "coyote" => Chain(Build, () => Coyote(rest).Code),
+    "bench" => Run("dotnet", ["run", "-c", "Release", "--project", "bench/Contend.Benchmarks", "--", .. rest]).Code,
+    "run" => Chain(Build, () => Run("dotnet", [contend, "run", .. rest]).Code),
+    "demo" => Chain(Build, () => Run("dotnet", [contend, "demo", .. rest]).Code),
+    "study" => NoStudy(),
+    _ => Help(),
+};
+
+int Help()
+{
+    Console.Error.WriteLine("usage: dotnet run build/Build.cs -- <verb> [args]\n" +
+        "  build            build the solution (Release)\n" +
+        "  test             every test: unit and stress, Coyote, P models, the runner's tests and the TLC models\n" +
+        "  specs [models]   model-check the TLA+ specs (specs/check)\n" +
+        "  models           check the P models\n" +
+        "  coyote [filter]  the Coyote systematic tests\n" +
+        "  bench [args]     BenchmarkDotNet benchmarks\n" +
+        "  run [args]       contend run (see: run --help)\n" +
+        "  study <name>     a paper's throughput study\n" +
+        "  demo             a short high-contention YCSB run of every protocol, history checked");
+    return verb == "help" ? 0 : 2;
+}
+
+int Build() => Run("dotnet", ["build", "Contend.slnx", "-c", "Release", "-nologo", "-v", "q"]).Code;
+
+int Chain(Func<int> first, Func<int> then)
+{
+    int code = first();
+    return code != 0 ? code : then();
+}
+
+(int Code, string Output) Coyote(string[] filter) =>
+    Run("dotnet", [coyote, .. filter], ("DOTNET_ROLL_FORWARD", "Major"));
+
+int Models()
+{
+    var projects = Directory.Exists(Path.Combine(root, "models"))
+        ? Directory.GetFiles(Path.Combine(root, "models"), "*.pproj", SearchOption.AllDirectories) : [];
+    if (projects.Length == 0)
+    {
+        Console.WriteLine("models: no P model exists yet (the protocol issues add them under models/)");
+        return 0;
+    }
+    Console.Error.WriteLine($"models: {projects.Length} P project(s) found but no runner checks them yet");
+    return 1;
+}
+
+int NoStudy()
+{
+    Console.Error.WriteLine("study: no study exists yet; the StealDB and Strife issues add `study stealdb` and `study strife`");
+    return 2;
+}
+
+int Test()
+{
+    int build = Build();
+    if (build != 0) return build;
+    var suites = new List<(string Name, int Passed, int Failed, int Code)>();
+    void Suite(string name, (int Code, string Output) run, Regex counts, bool failedFirst)
+    {
+        var m = counts.Matches(run.Output).LastOrDefault();
+        int a = m is null ? 0 : int.Parse(m.Groups[1].Value), b = m is null ? 0 : int.Parse(m.Groups[2].Value);
+        var (passed, failed) = failedFirst ? (b, a) : (a, b);
+        if (m is null || (run.Code != 0 && failed == 0)) failed++; // a suite that crashed or printed no count fails
+        suites.Add((name, passed, failed, run.Code));
+    }
+    var closingLine = new Regex(@"^(\d+) passed, (\d+) failed", RegexOptions.Multiline);
+    Suite("unit and stress (xunit)", Run("dotnet", ["test", "tests/Contend.Tests", "-c", "Release", "--no-build", "--nologo"]),
+          new Regex(@"Failed:\s+(\d+), Passed:\s+(\d+)"), failedFirst: true);
+    Suite("Coyote", Coyote([]), closingLine, failedFirst: false);
+    int models = Models();
+    if (models != 0) suites.Add(("P models", 0, 1, models));
+    var runner = Run("python3", ["-m", "unittest", "discover", "-s", "specs/tools", "-p", "test_*.py"]);
+    suites.Add(("specs runner (unittest)", RanTests(runner.Output) - (runner.Code == 0 ? 0 : 1), runner.Code == 0 ? 0 : 1, runner.Code));
+    Suite("TLC models (specs/check)", Run("specs/check", []), closingLine, failedFirst: false);
+
+    Console.WriteLine();
+    Console.WriteLine($"{"suite",-28} {"passed",7} {"failed",7}");
+    foreach (var s in suites) Console.WriteLine($"{s.Name,-28} {s.Passed,7} {s.Failed,7}");
+    int passedAll = suites.Sum(s => s.Passed), failedAll = suites.Sum(s => s.Failed);
+    Console.WriteLine($"{passedAll} passed, {failedAll} failed");
+    return failedAll == 0 && suites.All(s => s.Code == 0) ? 0 : 1;
+}
+
+static int RanTests(string output)
+{
+    var m = Regex.Match(output, @"Ran (\d+) tests?");
+    return m.Success ? int.Parse(m.Groups[1].Value) : 0;
+}
+
+// Runs a command in the repository root, echoing its output as it comes and keeping a copy.
+(int Code, string Output) Run(string file, string[] arguments, params (string Name, string Value)[] environment)
+{
+    var start = new ProcessStartInfo(file) { WorkingDirectory = root, RedirectStandardOutput = true, RedirectStandardError = true };
+    foreach (var a in arguments) start.ArgumentList.Add(a);
+    foreach (var (name, value) in environment) start.Environment[name] = value;
+    var copy = new System.Text.StringBuilder();
+    using var process = new Process { StartInfo = start };
+    process.OutputDataReceived += (_, e) => { if (e.Data is null) return; Console.WriteLine(e.Data); lock (copy) copy.AppendLine(e.Data); };
+    process.ErrorDataReceived += (_, e) => { if (e.Data is null) return; Console.Error.WriteLine(e.Data); lock (copy) copy.AppendLine(e.Data); };
+    try
+    {
+        process.Start();
+    }
+    catch (System.ComponentModel.Win32Exception e)
+    {
+        Console.Error.WriteLine($"build: cannot start {file}: {e.Message}");
+        return (127, "");
+    }
+    process.BeginOutputReadLine();
+    process.BeginErrorReadLine();
+    process.WaitForExit();
+    return (process.ExitCode, copy.ToString());
+}

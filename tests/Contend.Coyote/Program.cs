@@ -1,0 +1,63 @@
+using System.Globalization;
+using Contend.Coyote;
+
+// Contend.Coyote [--iterations N] [--seed S] [name-filter ...]
+// Runs every systematic test of the (rewritten) engine; ends with "N passed, N failed".
+int iterations = 10_000;
+ulong seed = 1; // Coyote takes a 32-bit seed
+var filters = new List<string>();
+for (int i = 0; i < args.Length; i++)
+{
+    switch (args[i])
+    {
+        case "--iterations" when i + 1 < args.Length && int.TryParse(args[i + 1], out iterations) && iterations > 0:
+            i++;
+            break;
+        case "--seed" when i + 1 < args.Length && ulong.TryParse(args[i + 1], out seed):
+            i++;
+            break;
+        case "--iterations" or "--seed":
+            Console.Error.WriteLine($"Contend.Coyote: {args[i]} needs a positive number");
+            return 2;
+        default:
+            filters.Add(args[i]);
+            break;
+    }
+}
+
+var tests = McsLockTests.All.Concat(TwoPhaseLockingTests.All)
+    .Where(t => filters.Count == 0 || filters.Any(f => t.Name.Contains(f, StringComparison.OrdinalIgnoreCase)))
+    .ToList();
+if (tests.Count == 0)
+{
+    Console.Error.WriteLine($"Contend.Coyote: no test matches {string.Join(" ", filters)}");
+    return 2;
+}
+
+var results = new List<CoyoteResult>();
+foreach (var test in tests)
+{
+    var r = CoyoteSuite.Run(test, iterations, seed);
+    results.Add(r);
+    Console.WriteLine($"{(r.Met ? "ok  " : "FAIL")} {test.Name}: {Describe(r)}");
+    if (r.Bug is not null) Console.WriteLine($"       {FirstLine(r.Bug)}");
+}
+
+Console.WriteLine();
+Console.WriteLine($"{"test",-44} {"expect",-8} {"outcome",-8} {"iterations",10} {"seconds",8}");
+foreach (var r in results)
+{
+    string outcome = r.Bug is null ? "no bug" : "caught";
+    Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+        $"{r.Test.Name,-44} {(r.Test.ExpectBug ? "caught" : "no bug"),-8} {outcome,-8} {r.Iterations,10:N0} {r.Seconds,8:F1}"));
+}
+Console.WriteLine($"seed {seed}, up to {iterations:N0} iterations per test; a caught twin stops at the iteration that caught it");
+int passed = results.Count(r => r.Met);
+Console.WriteLine($"{passed} passed, {results.Count - passed} failed");
+return passed == results.Count ? 0 : 1;
+
+static string Describe(CoyoteResult r) => r.Test.ExpectBug
+    ? r.Bug is null ? $"twin NOT caught in {r.Iterations:N0} iterations" : $"twin caught at iteration {r.Iterations:N0}"
+    : r.Bug is null ? $"{r.Iterations:N0} iterations, no bug" : $"bug at iteration {r.Iterations:N0}";
+
+static string FirstLine(string s) => s.Split('\n')[0].Trim();

@@ -1,0 +1,37 @@
+using Contend.Engine.Protocols;
+using Contend.Engine.Runtime;
+using Contend.Engine.Storage;
+using Contend.Harness.Workloads;
+
+namespace Contend.Tests;
+
+/// <summary>No allocation per transaction in steady state, history recording off.</summary>
+public class AllocationTests
+{
+    public static TheoryData<string> Protocols => new(ProtocolRegistry.Names);
+
+    [Theory, MemberData(nameof(Protocols))]
+    public void SteadyStateTransactionsAllocateNothing(string protocol)
+    {
+        foreach (IWorkload workload in new IWorkload[] { new Ycsb(10_000, 16, 0.5, 0.9), new Tpcc(1, inserts: true, orderCapacity: 20_000) })
+        {
+            using var db = new Database();
+            workload.Load(db);
+            var p = ProtocolRegistry.Create(protocol, ProtocolSetup.For(db, 1));
+            var ctx = new TxnContext(0, recorder: null);
+            var source = workload.CreateSource(0, 1);
+            long RunMany(int n)
+            {
+                long before = GC.GetAllocatedBytesForCurrentThread();
+                for (int i = 0; i < n; i++)
+                {
+                    ctx.Start(source.Next(ctx), i + 1);
+                    p.Run(ctx, out _);
+                }
+                return GC.GetAllocatedBytesForCurrentThread() - before;
+            }
+            RunMany(2_000); // warm-up: tiered JIT and lazy statics
+            Assert.Equal(0, RunMany(5_000));
+        }
+    }
+}

@@ -1,0 +1,57 @@
+using System.Diagnostics;
+
+namespace Contend.Tests;
+
+/// <summary>contend's bad-input contract: exit code 2, one line naming the problem, no file written.</summary>
+public class CommandLineTests
+{
+    static (int Code, string Out, string Err) Contend(params string[] args)
+    {
+        var start = new ProcessStartInfo("dotnet") { RedirectStandardOutput = true, RedirectStandardError = true };
+        start.ArgumentList.Add(Path.Combine(AppContext.BaseDirectory, "contend.dll"));
+        foreach (var a in args) start.ArgumentList.Add(a);
+        using var p = Process.Start(start)!;
+        string output = p.StandardOutput.ReadToEnd(), error = p.StandardError.ReadToEnd();
+        p.WaitForExit();
+        return (p.ExitCode, output, error);
+    }
+
+    [Theory]
+    [InlineData("unknown protocol 'Nope' (known: NoWait, WaitDie, WaitsFor, Ordered, Mcs, Silo)", "run", "--protocol", "Nope")]
+    [InlineData("unknown workload 'nope' (known: ycsb, stealdb, tpcc)", "run", "--protocol", "NoWait", "--workload", "nope")]
+    [InlineData("zipf: theta = 1.5 must be in [0, 1)", "run", "--protocol", "NoWait", "--theta", "1.5", "--rows", "1000")]
+    [InlineData("--threads 0: must be in 1..255", "run", "--protocol", "NoWait", "--threads", "0")]
+    [InlineData("stealdb: ops = 40 must be in 1..32 (one op per table)", "run", "--protocol", "NoWait", "--workload", "stealdb", "--ops", "40")]
+    public void BadInputExitsTwoWithOneLine(string message, params string[] args)
+    {
+        var (code, _, err) = Contend(args);
+        Assert.Equal(2, code);
+        Assert.Equal($"contend: {message}", err.Trim());
+    }
+
+    [Fact]
+    public void UnwritableOutputFailsBeforeRunningAndWritesNothing()
+    {
+        string dir = Path.Combine(Path.GetTempPath(), $"contend-missing-{Guid.NewGuid():N}");
+        var (code, _, err) = Contend("run", "--protocol", "NoWait", "--out", Path.Combine(dir, "result"));
+        Assert.Equal(2, code);
+        Assert.StartsWith("contend: --out", err.Trim());
+        Assert.False(Directory.Exists(dir));
+    }
+
+    [Fact]
+    public void RunWritesCsvAndJsonWithProvenance()
+    {
+        string prefix = Path.Combine(Path.GetTempPath(), $"contend-{Guid.NewGuid():N}");
+        var (code, output, err) = Contend("run", "--protocol", "Silo", "--rows", "10000", "--seconds", "0.3", "--warmup", "0", "--check", "--out", prefix);
+        Assert.True(code == 0, err);
+        Assert.Contains("Silo", output);
+        string csv = File.ReadAllText(prefix + ".csv"), json = File.ReadAllText(prefix + ".json");
+        Assert.StartsWith("protocol,workload,threads", csv);
+        Assert.Contains("\"seed\": \"1\"", json);
+        Assert.Contains("\"commit\":", json);
+        Assert.False(File.Exists(prefix + ".csv.tmp"));
+        File.Delete(prefix + ".csv");
+        File.Delete(prefix + ".json");
+    }
+}

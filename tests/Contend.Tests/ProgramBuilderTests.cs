@@ -1,0 +1,79 @@
+using Contend.Engine.Programs;
+using Contend.Engine.Storage;
+
+namespace Contend.Tests;
+
+public class ProgramBuilderTests
+{
+    static readonly OpBody Nothing = (row, a, r) => 0;
+    static readonly KeyFunction FromFirst = (a, r) => r[0];
+
+    static Database Db()
+    {
+        var db = new Database();
+        db.Create("t", 8, 4);
+        return db;
+    }
+
+    [Fact]
+    public void RejectsUnknownTableNamingProgramAndOp()
+    {
+        using var db = Db();
+        var e = Assert.Throws<ProgramException>(() => new ProgramBuilder("p", db, 1).Read("a", "missing", KeySource.FromArg(0), Nothing).Build());
+        Assert.Equal("program p, op a: unknown table 'missing' (known: t)", e.Message);
+    }
+
+    [Fact]
+    public void RejectsForwardKeyDependency()
+    {
+        using var db = Db();
+        var e = Assert.Throws<ProgramException>(() => new ProgramBuilder("p", db, 1)
+            .Read("a", "t", KeySource.Computed(FromFirst, "b"), Nothing)
+            .Read("b", "t", KeySource.FromArg(0), Nothing).Build());
+        Assert.StartsWith("program p, op a: key depends on op b, which comes after it", e.Message);
+    }
+
+    [Fact]
+    public void RejectsKeyDependingOnItself()
+    {
+        using var db = Db();
+        var e = Assert.Throws<ProgramException>(() => new ProgramBuilder("p", db, 1)
+            .Read("a", "t", KeySource.Computed(FromFirst, "a"), Nothing).Build());
+        Assert.StartsWith("program p, op a: key depends on op a, which comes at it", e.Message);
+    }
+
+    [Fact]
+    public void RejectsValueDependencyCycle()
+    {
+        using var db = Db();
+        var e = Assert.Throws<ProgramException>(() => new ProgramBuilder("p", db, 1)
+            .Read("a", "t", KeySource.FromArg(0), Nothing, "c")
+            .Read("b", "t", KeySource.FromArg(0), Nothing, "a")
+            .Read("c", "t", KeySource.FromArg(0), Nothing, "b").Build());
+        // Any rotation names the same cycle: each op comes before the next one.
+        Assert.Contains(e.Message, new[] { "a -> b -> c -> a", "b -> c -> a -> b", "c -> a -> b -> c" }.Select(c => $"program p: dependency cycle {c}"));
+    }
+
+    [Fact]
+    public void RejectsUnknownDependencyAndArgumentOutOfRange()
+    {
+        using var db = Db();
+        Assert.Equal("program p, op a: value depends on unknown op 'zz'",
+            Assert.Throws<ProgramException>(() => new ProgramBuilder("p", db, 1).Read("a", "t", KeySource.FromArg(0), Nothing, "zz").Build()).Message);
+        Assert.Equal("program p, op a: key argument 3 outside 0..0",
+            Assert.Throws<ProgramException>(() => new ProgramBuilder("p", db, 1).Read("a", "t", KeySource.FromArg(3), Nothing).Build()).Message);
+    }
+
+    [Fact]
+    public void OrdersByDependenciesThenIndex()
+    {
+        using var db = Db();
+        var p = new ProgramBuilder("p", db, 1)
+            .Read("a", "t", KeySource.FromArg(0), Nothing, "c")
+            .Read("b", "t", KeySource.FromArg(0), Nothing)
+            .Read("c", "t", KeySource.FromArg(0), Nothing)
+            .Read("d", "t", KeySource.Computed(FromFirst, "b"), Nothing).Build();
+        Assert.Equal([1, 2, 0, 3], p.Order);
+        Assert.True(p.HasKeyDependencies);
+    }
+}

@@ -1,0 +1,55 @@
+using System.Runtime.CompilerServices;
+using System.Runtime.InteropServices;
+using Contend.Engine.Protocols.TwoPhaseLocking;
+using Contend.Engine.Storage;
+
+namespace Contend.Tests;
+
+public class StorageTests
+{
+    [Fact]
+    public unsafe void RowsAreCacheLineAlignedAndFoundByKey()
+    {
+        using var table = new Table("t", 0, payloadSize: 100, capacity: 1000);
+        Assert.Equal(128, table.Stride);
+        for (long key = 0; key < 1000; key++) table.Load(key * 7919);
+        for (long key = 0; key < 1000; key++)
+        {
+            int row = table.Find(key * 7919);
+            Assert.Equal(key, row);
+            nint payload = (nint)Unsafe.AsPointer(ref MemoryMarshal.GetReference(table.Payload(row)));
+            Assert.Equal(0, (payload - Table.HeaderSize) % 64);
+        }
+        Assert.Equal(-1, table.Find(1));
+    }
+
+    [Fact]
+    public void FullTableAndDuplicateKeysAreRefused()
+    {
+        using var table = new Table("t", 0, 8, 2);
+        table.Load(5);
+        Assert.Throws<InvalidOperationException>(() => table.Load(5));
+        Assert.Equal(-1, table.Allocate(6)); // the refused duplicate took the second row
+    }
+
+    [Fact]
+    public void LockWordSharedExclusiveAndUpgrade()
+    {
+        long word = 0;
+        Assert.Equal(LockResult.Acquired, LockWord.TryLock(ref word, false, 10, out _));
+        Assert.Equal(LockResult.Acquired, LockWord.TryLock(ref word, false, 5, out _));
+        Assert.Equal(2, LockWord.Holders(word));
+        Assert.Equal(5, LockWord.Timestamp(word));
+        Assert.Equal(LockResult.Conflict, LockWord.TryLock(ref word, true, 1, out long holder));
+        Assert.Equal(5, holder);
+        Assert.Equal(LockResult.Conflict, LockWord.TryUpgrade(ref word, 10, out _));
+        LockWord.ReleaseShared(ref word);
+        Assert.Equal(LockResult.Acquired, LockWord.TryUpgrade(ref word, 10, out _));
+        Assert.True(LockWord.IsExclusive(word));
+        Assert.Equal(LockResult.Conflict, LockWord.TryLock(ref word, false, 1, out holder));
+        Assert.Equal(10, holder);
+        LockWord.ReleaseExclusive(ref word);
+        Assert.Equal(0, word);
+        Assert.Throws<InvalidOperationException>(() => LockWord.ReleaseShared(ref word));
+    }
+}
