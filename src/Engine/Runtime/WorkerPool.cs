@@ -4,7 +4,11 @@ using Contend.Engine.Protocols;
 
 namespace Contend.Engine.Runtime;
 
-public sealed record RunOptions(int Threads, double Seconds, double WarmupSeconds = 0, bool RecordHistory = false, bool Pin = true, ulong Seed = 1);
+/// <param name="TransactionsPerWorker">when positive, each worker stops after that many transactions
+/// (committed or aborted by their logic) and <see cref="RunOptions.Seconds"/> is ignored: a fixed
+/// amount of work, as a benchmark invocation needs</param>
+public sealed record RunOptions(int Threads, double Seconds, double WarmupSeconds = 0, bool RecordHistory = false, bool Pin = true, ulong Seed = 1,
+                                long TransactionsPerWorker = 0);
 
 public sealed record RunResult(WorkerStats Total, double MeasuredSeconds, IReadOnlyList<WorkerStats> PerWorker,
                                List<CommittedTxn>? History, IReadOnlyList<string> Warnings)
@@ -26,7 +30,7 @@ public static class WorkerPool
     public static RunResult Run(ITransactionProtocol protocol, IWorkload workload, RunOptions options, Action<double>? progress = null)
     {
         if (options.Threads is < 1 or > 255) throw new ArgumentOutOfRangeException(nameof(options), $"threads {options.Threads}: must be 1..255");
-        int phase = options.WarmupSeconds > 0 ? Warmup : Measure;
+        int phase = options.WarmupSeconds > 0 && options.TransactionsPerWorker <= 0 ? Warmup : Measure;
         long timestamps = 0;
         var recorder = options.RecordHistory ? new HistoryRecorder(options.Threads) : null;
         var stats = new WorkerStats[options.Threads];
@@ -48,7 +52,7 @@ public static class WorkerPool
                     var source = workload.CreateSource(worker, options.Seed);
                     ulong rng = Rng.Seed(options.Seed ^ 0x5EED, worker);
                     started.Signal();
-                    Work(protocol, source, ctx, stats[worker], ref phase, ref timestamps, ref rng);
+                    Work(protocol, source, ctx, stats[worker], options.TransactionsPerWorker, ref phase, ref timestamps, ref rng);
                 }
                 catch (Exception e)
                 {
@@ -59,6 +63,12 @@ public static class WorkerPool
             threads[w].Start();
         }
         started.Wait();
+        if (options.TransactionsPerWorker > 0)
+        {
+            var work = Stopwatch.StartNew();
+            foreach (var t in threads) t.Join();
+            return Finish(work.Elapsed.TotalSeconds);
+        }
         var clock = Stopwatch.StartNew();
         WaitFor(options.WarmupSeconds, clock, 0, options.WarmupSeconds + options.Seconds, progress, ref phase);
         Interlocked.CompareExchange(ref phase, Measure, Warmup);
@@ -67,10 +77,15 @@ public static class WorkerPool
         double seconds = measured.Elapsed.TotalSeconds;
         Volatile.Write(ref phase, Stop);
         foreach (var t in threads) t.Join();
-        if (failure is not null) throw new InvalidOperationException($"worker failed: {failure.Message}", failure);
-        var total = new WorkerStats();
-        foreach (var s in stats) total.Add(s);
-        return new RunResult(total, seconds, stats, recorder?.Collect(), warnings.Distinct().ToList());
+        return Finish(seconds);
+
+        RunResult Finish(double measuredSeconds)
+        {
+            if (failure is not null) throw new InvalidOperationException($"worker failed: {failure.Message}", failure);
+            var total = new WorkerStats();
+            foreach (var s in stats) total.Add(s);
+            return new RunResult(total, measuredSeconds, stats, recorder?.Collect(), warnings.Distinct().ToList());
+        }
     }
 
     static string? PinWarning(int core) => Affinity.PinCurrentThread(core);
@@ -84,11 +99,11 @@ public static class WorkerPool
         }
     }
 
-    static void Work(ITransactionProtocol protocol, ITransactionSource source, TxnContext ctx, WorkerStats stats,
+    static void Work(ITransactionProtocol protocol, ITransactionSource source, TxnContext ctx, WorkerStats stats, long limit,
                      ref int phase, ref long timestamps, ref ulong rng)
     {
         bool measuring = false;
-        while (true)
+        for (long done = 0; limit <= 0 || done < limit; done++)
         {
             int now = Volatile.Read(ref phase);
             if (now == Stop) return;

@@ -11,7 +11,7 @@ namespace Contend.Harness.Workloads;
 /// transactions read and write; NewOrder's 5-15 lines, 1% of them supplied by a remote
 /// warehouse, and its 1% rollback (an unused item id on the last line); Payment's 15%
 /// remote customers; NURand customer and item ids; and the inserts (orders, new-order,
-/// order lines, history) unless turned off.
+/// order lines, history) unless turned off. DBx1000's transaction mix, minus what follows.
 /// Left out: Payment's 60% customer selection by last name (customers are chosen by id),
 /// the customer's bad-credit data update, the 3,000 initial orders per district, and the
 /// other three transactions. With inserts off the rollback is off too, as in DBx1000, so
@@ -196,7 +196,9 @@ public sealed class Tpcc(int warehouses, bool inserts, int orderCapacity) : IWor
                 if (w._inserts && Uniform(1, 100) == 1) a[LineArgs + ArgsPerLine * (lines - 1)] = Items; // unused id: rollback
                 return w._newOrder[lines];
             }
-            bool remote = w._warehouses > 1 && Uniform(1, 100) <= 15;
+            // 15%: a customer of a random district of another warehouse (with one warehouse,
+            // of a random district of the home one, as DBx1000 does).
+            bool remote = Uniform(1, 100) <= 15;
             a[2] = remote ? OtherWarehouse(home) : home;
             a[3] = remote ? Uniform(0, Districts - 1) : a[1];
             a[4] = NuRand(1023, w._customerC, 1, Customers) - 1;

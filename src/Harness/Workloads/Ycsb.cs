@@ -7,22 +7,25 @@ namespace Contend.Harness.Workloads;
 
 /// <summary>
 /// YCSB as DBx1000 runs it: one table of <c>rows</c> records of 100 bytes; a transaction
-/// makes <c>requests</c> requests to distinct keys drawn from DBx1000's Zipf generator, each
-/// a read with probability <c>readFraction</c> and otherwise an update of the record.
+/// draws <c>requests</c> keys from DBx1000's Zipf generator over 1..rows-1 and makes one
+/// request per distinct key (a key drawn again is dropped, as DBx1000's gen_requests does,
+/// so skewed transactions are shorter), each a read with probability <c>readFraction</c> and
+/// otherwise an update of the record.
 /// </summary>
 public sealed class Ycsb(long rows, int requests, double readFraction, double theta) : IWorkload
 {
     public const int RecordSize = 100;
     readonly int _requests = requests;
     readonly double _readFraction = readFraction;
-    TxnProgram _program = null!;
+    /// <summary>By request count: a transaction with k distinct keys runs _programs[k].</summary>
+    readonly TxnProgram[] _programs = new TxnProgram[requests + 1];
     Zipf _zipf = null!;
 
     public string Name => "ycsb";
 
     public string Describe() =>
         $"YCSB: {rows:N0} rows x {RecordSize} B, {_requests} requests per transaction, {_readFraction:P0} reads, theta {theta}; " +
-        "keys distinct within a transaction (DBx1000's rule); no inserts, scans or deletes";
+        "a key drawn twice in a transaction is dropped (DBx1000's rule); no inserts, scans or deletes";
 
     public void Load(Database db)
     {
@@ -36,10 +39,13 @@ public sealed class Ycsb(long rows, int requests, double readFraction, double th
             int row = table.Load(key);
             BinaryPrimitives.WriteInt64LittleEndian(table.Payload(row), key);
         }
-        var builder = new ProgramBuilder("ycsb", db, 2 * _requests);
-        for (int i = 0; i < _requests; i++)
-            builder.ReadOrWrite($"request{i}", "usertable", KeySource.FromArg(i), _requests + i, Read, Update);
-        _program = builder.Build();
+        for (int count = 1; count <= _requests; count++)
+        {
+            var builder = new ProgramBuilder($"ycsb_{count}", db, 2 * _requests);
+            for (int i = 0; i < count; i++)
+                builder.ReadOrWrite($"request{i}", "usertable", KeySource.FromArg(i), _requests + i, Read, Update);
+            _programs[count] = builder.Build();
+        }
     }
 
     /// <summary>A read returns the record's first field; an update increments it.</summary>
@@ -62,21 +68,19 @@ public sealed class Ycsb(long rows, int requests, double readFraction, double th
         public TxnProgram Next(TxnContext ctx)
         {
             var args = ctx.Args;
-            int n = w._requests;
-            for (int i = 0; i < n; i++)
+            int n = w._requests, count = 0;
+            for (int draw = 0; draw < n; draw++)
             {
-                long key;
-                bool fresh;
-                do
-                {
-                    key = w._zipf.Next(ref _rng);
-                    fresh = true;
-                    for (int j = 0; j < i; j++) fresh &= args[j] != key;
-                } while (!fresh);
-                args[i] = key;
-                args[n + i] = Rng.NextDouble(ref _rng) < w._readFraction ? 0 : 1;
+                long write = Rng.NextDouble(ref _rng) < w._readFraction ? 0 : 1;
+                long key = w._zipf.Next(ref _rng);
+                bool fresh = true;
+                for (int j = 0; j < count; j++) fresh &= args[j] != key;
+                if (!fresh) continue;
+                args[count] = key;
+                args[n + count] = write;
+                count++;
             }
-            return w._program;
+            return w._programs[count];
         }
     }
 }

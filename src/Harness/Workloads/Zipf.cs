@@ -31,10 +31,10 @@ public sealed class Zipf
         return sum;
     }
 
-    /// <summary>A draw in 1..n. DBx1000 takes u from 10^7 steps; so does this, to draw the same distribution.</summary>
+    /// <summary>A draw in 1..n.</summary>
     public long Next(ref ulong rng)
     {
-        double u = (Rng.Next(ref rng) % 10_000_000) / 10_000_000.0;
+        double u = Rng.NextDouble(ref rng);
         double uz = u * _zetan;
         if (uz < 1) return 1;
         if (uz < _half) return 2;
