@@ -41,6 +41,16 @@ BlindRootOf == TRootOf @@ (uR :> uR) @@ (u1 :> uR)
 BlindReactorOf == TReactorOf @@ (uR :> RB) @@ (u1 :> RA)
 BlindOps == TOps @@ (uR :> << W("w"), CallOp(u1) >>) @@ (u1 :> << W("x") >>)
 
+\* Workload "overwritten" (the review of issue 9): T writes x on C1 and calls
+\* a on C2 to write w; U, also on C1, reads and writes x.  T installs x on C1
+\* and unlocks it before it installs w on C2, so U can overwrite x while T is
+\* still in its write phase: the state in which SerializableInv once counted
+\* T as still installing x and raised a false alarm.
+OverwrittenNodes == {tR, a, uR}
+OverwrittenRootOf == (tR :> tR) @@ (a :> tR) @@ (uR :> uR)
+OverwrittenReactorOf == (tR :> RA) @@ (a :> RB) @@ (uR :> RA)
+OverwrittenOps == (tR :> << W("x"), CallOp(a) >>) @@ (a :> << W("w") >>) @@ (uR :> << R("x"), W("x") >>)
+
 \* Larger, for manual runs: the children workload and a third root V on
 \* RB2 that updates y.
 ThreeNodes == ChildrenNodes \cup {vR}

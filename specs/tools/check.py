@@ -8,6 +8,14 @@ A model passes when TLC's outcome equals the manifest's `expect`:
   pass                 TLC finished with "No error has been found".
   violates <Name>      TLC reported a violation of exactly that property.
                        `Deadlock` names TLC's own deadlock check.
+
+Non-vacuity: a protocol that never commits passes every safety property, so
+each model expected to pass lists in `reaches` invariants that each say "this
+never happens" (a commit, a stolen op, a merge...), named ...Reachable.  For
+each, the runner derives a model <name>:<invariant> with the same constants,
+that invariant alone and no deadlock check, which must violate it.  A model
+expected to pass with no `reaches` must say why in `vacuity`, or the manifest
+is refused.
 TLC names a violated invariant, but names a violated action property only by
 its source location and a violated temporal property not at all; such a
 violation is attributed to a PROPERTY only when the cfg lists exactly one.
@@ -48,6 +56,8 @@ class Model:
     expect: str
     manual: bool
     deadlock: bool
+    reaches: tuple[str, ...] = ()
+    only_invariant: str | None = None   # a derived reachability model checks this alone
 
 
 @dataclass
@@ -104,10 +114,47 @@ def load_manifest(path: Path = MANIFEST) -> list[Model]:
             raise UsageError(f"{where}: spec and cfg must sit in one folder (TLC resolves modules beside the spec)")
         if not isinstance(entry.get("observed", {}), dict):
             raise UsageError(f'{where}: "observed" must be an object')
+        reaches = entry.get("reaches", [])
+        if not isinstance(reaches, list) or not all(isinstance(r, str) and NAME_RE.match(r) for r in reaches):
+            raise UsageError(f'{where}: "reaches" must be a list of invariant names')
+        if reaches and entry["expect"] != "pass":
+            raise UsageError(f'{where}: "reaches" belongs to models expected to pass')
+        if entry["expect"] == "pass" and not reaches and not (isinstance(entry.get("vacuity"), str) and entry["vacuity"]):
+            raise UsageError(f'{where}: expected to pass but lists no "reaches" invariant and gives no "vacuity" reason: '
+                             "a protocol that does nothing would pass it")
         models.append(Model(name=name, spec=spec, cfg=cfg, expect=entry["expect"],
                             manual=bool(entry.get("manual", False)),
-                            deadlock=bool(entry.get("deadlock", True))))
+                            deadlock=bool(entry.get("deadlock", True)), reaches=tuple(reaches)))
     return models
+
+
+NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+CFG_KEYWORDS = {"INIT", "NEXT", "SPECIFICATION", "INVARIANT", "INVARIANTS", "PROPERTY", "PROPERTIES",
+                "CONSTANT", "CONSTANTS", "SYMMETRY", "VIEW", "CONSTRAINT", "CONSTRAINTS",
+                "ACTION_CONSTRAINT", "ACTION_CONSTRAINTS", "CHECK_DEADLOCK", "POSTCONDITION", "ALIAS"}
+
+
+def with_reachability(models: list[Model]) -> list[Model]:
+    """Each model followed by its derived reachability models."""
+    out: list[Model] = []
+    for m in models:
+        out.append(m)
+        out += [Model(name=f"{m.name}:{inv}", spec=m.spec, cfg=m.cfg, expect=f"violates {inv}", manual=m.manual,
+                      deadlock=False, only_invariant=inv) for inv in m.reaches]
+    return out
+
+
+def reachability_cfg(cfg_text: str, invariant: str) -> str:
+    """The cfg with its INVARIANT(S) and PROPERTY(IES) sections dropped and `invariant` checked alone.
+    SYMMETRY stays: a reachability question is a safety question."""
+    kept, dropping = [], False
+    for line in cfg_text.splitlines():
+        first = line.split()[0] if line.split() else ""
+        if first in CFG_KEYWORDS:
+            dropping = first in ("INVARIANT", "INVARIANTS", "PROPERTY", "PROPERTIES")
+        if not dropping:
+            kept.append(line)
+    return "\n".join(kept) + f"\nINVARIANT {invariant}\n"
 
 
 def find_tlc() -> Path:
@@ -148,12 +195,9 @@ def cfg_properties(cfg: Path) -> list[str]:
     """Names listed under PROPERTY/PROPERTIES in a TLC config file."""
     text = re.sub(r"\\\*.*", "", cfg.read_text())
     text = re.sub(r"\(\*.*?\*\)", "", text, flags=re.S)
-    keywords = {"INIT", "NEXT", "SPECIFICATION", "INVARIANT", "INVARIANTS", "PROPERTY", "PROPERTIES",
-                "CONSTANT", "CONSTANTS", "SYMMETRY", "VIEW", "CONSTRAINT", "CONSTRAINTS",
-                "ACTION_CONSTRAINT", "ACTION_CONSTRAINTS", "CHECK_DEADLOCK", "POSTCONDITION", "ALIAS"}
     props, in_props = [], False
     for tok in text.split():
-        if tok in keywords:
+        if tok in CFG_KEYWORDS:
             in_props = tok in ("PROPERTY", "PROPERTIES")
         elif in_props:
             props.append(tok)
@@ -195,12 +239,16 @@ def run_model(model: Model, jar: Path, java: str, workers: str, timeout: float |
     # Every protocol folder is on TLC's module path, so a spec can INSTANCE the
     # serial reference (specs/Serializable) or another protocol's modules.
     library = os.pathsep.join(str(d) for d in sorted(SPECS.iterdir()) if d.is_dir() and any(d.glob("*.tla")))
+    cfg = model.cfg
+    if model.only_invariant:
+        cfg = metadir / f"{model.cfg.stem}.{model.only_invariant}.cfg"
+        cfg.write_text(reachability_cfg(model.cfg.read_text(), model.only_invariant))
     cmd = [java, "-XX:+UseParallelGC", f"-DTLA-Library={library}", "-cp", str(jar), "tlc2.TLC", "-workers", workers,
-           "-metadir", str(metadir), "-cleanup", "-config", model.cfg.name]
+           "-metadir", str(metadir), "-cleanup", "-config", str(cfg) if model.only_invariant else cfg.name]
     if not model.deadlock:
         cmd.append("-deadlock")  # TLC's flag turns deadlock checking OFF
     cmd.append(model.spec.name)
-    logfile = logdir / f"{model.name}.log"  # streamed, so a long run can be followed with tail -f
+    logfile = logdir / f"{model.name.replace(':', '~')}.log"  # streamed, so a long run can be followed with tail -f
     start = time.monotonic()
     with logfile.open("w") as out:
         try:
@@ -209,12 +257,12 @@ def run_model(model: Model, jar: Path, java: str, workers: str, timeout: float |
         except subprocess.TimeoutExpired:
             timed_out = True
     seconds = round(time.monotonic() - start, 1)
-    shutil.rmtree(metadir, ignore_errors=True)
     log = logfile.read_text(errors="replace")
     if timed_out:
         outcome, violated, detail = "error", None, f"timed out after {timeout:.0f}s"
     else:
-        outcome, violated, detail = judge(log, model.cfg)
+        outcome, violated, detail = judge(log, cfg)
+    shutil.rmtree(metadir, ignore_errors=True)
     return Result(model, outcome,
                   generated=last_int(r"^([\d,]+) states generated", log),
                   distinct=last_int(r"states generated, ([\d,]+) distinct states found", log),
@@ -268,12 +316,16 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--record", action="store_true", help="write observed counts and times into the manifest")
     ap.add_argument("--workers", default="auto", help="TLC worker threads (default: auto)")
     ap.add_argument("--timeout", type=float, default=None, help="seconds allowed per model")
+    ap.add_argument("--reachability-only", action="store_true",
+                    help="run only the derived reachability models (<model>:<invariant>) of the models chosen")
     args = ap.parse_args(argv)
     human = sys.stderr if args.json else sys.stdout
 
     try:
         models = load_manifest()
-        chosen = select(models, args.models, args.all)
+        chosen = with_reachability(select(models, args.models, args.all))
+        if args.reachability_only:
+            chosen = [m for m in chosen if m.only_invariant]
         if args.list:
             for m in chosen:
                 print(m.name)

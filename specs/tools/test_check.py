@@ -93,7 +93,8 @@ class ManifestTest(unittest.TestCase):
         self.ws = Workspace()
         self.addCleanup(self.ws.dir.cleanup)
         self.ws.cfg("PModel", "SPECIFICATION Spec\n")
-        self.good = {"name": "PModel", "spec": "P/MCP.tla", "cfg": "P/PModel.cfg", "expect": "pass"}
+        self.good = {"name": "PModel", "spec": "P/MCP.tla", "cfg": "P/PModel.cfg", "expect": "pass",
+                     "reaches": ["CommitReachable"]}
         patcher = mock.patch.object(check, "SPECS", self.ws.root)
         patcher.start()
         self.addCleanup(patcher.stop)
@@ -132,6 +133,30 @@ class ManifestTest(unittest.TestCase):
         with self.assertRaises(check.UsageError) as cm:
             check.load_manifest(path)
         self.assertIn("not valid JSON", str(cm.exception))
+
+    def test_pass_model_needs_reaches_or_a_vacuity_reason(self):
+        bare = dict(self.good)
+        del bare["reaches"]
+        self.assertIn('lists no "reaches"', self.load_error([bare]))
+        models = check.load_manifest(self.ws.manifest([dict(bare, vacuity="inductive: starts from every TypeOK state")]))
+        self.assertEqual(models[0].reaches, ())
+
+    def test_reaches_only_on_pass_models(self):
+        msg = self.load_error([dict(self.good, expect="violates Inv")])
+        self.assertIn('"reaches" belongs to models expected to pass', msg)
+
+    def test_reachability_models_are_derived(self):
+        models = check.with_reachability(check.load_manifest(self.ws.manifest([self.good])))
+        self.assertEqual([(m.name, m.expect, m.deadlock, m.only_invariant) for m in models],
+                         [("PModel", "pass", True, None),
+                          ("PModel:CommitReachable", "violates CommitReachable", False, "CommitReachable")])
+
+    def test_reachability_cfg_checks_the_invariant_alone(self):
+        cfg = ("CONSTANTS\n    N = 2\nSPECIFICATION Spec\nINVARIANTS TypeOK\n    SafeInv\n"
+               "PROPERTY LiveProp\nSYMMETRY Sym\n")
+        derived = check.reachability_cfg(cfg, "CommitReachable")
+        self.assertEqual(derived.split(), ["CONSTANTS", "N", "=", "2", "SPECIFICATION", "Spec", "SYMMETRY", "Sym",
+                                           "INVARIANT", "CommitReachable"])
 
     def test_select_globs_skip_manual_models(self):
         big = dict(self.good, name="PModelLarge", manual=True)
