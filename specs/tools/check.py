@@ -16,6 +16,11 @@ each, the runner derives a model <name>:<invariant> with the same constants,
 that invariant alone and no deadlock check, which must violate it.  A model
 expected to pass with no `reaches` must say why in `vacuity`, or the manifest
 is refused.
+
+Simulation: a model with `simulate: {"traces": N, "depth": D, "seed": S}` runs
+TLC's random simulation (-simulate num=N -depth D -seed S) instead of an
+exhaustive check, for configurations too large to explore; it passes when N
+behaviours of at most D steps ran without a violation.
 TLC names a violated invariant, but names a violated action property only by
 its source location and a violated temporal property not at all; such a
 violation is attributed to a PROPERTY only when the cfg lists exactly one.
@@ -58,6 +63,7 @@ class Model:
     deadlock: bool
     reaches: tuple[str, ...] = ()
     only_invariant: str | None = None   # a derived reachability model checks this alone
+    simulate: tuple[int, int, int] | None = None   # (traces, depth, seed)
 
 
 @dataclass
@@ -122,9 +128,16 @@ def load_manifest(path: Path = MANIFEST) -> list[Model]:
         if entry["expect"] == "pass" and not reaches and not (isinstance(entry.get("vacuity"), str) and entry["vacuity"]):
             raise UsageError(f'{where}: expected to pass but lists no "reaches" invariant and gives no "vacuity" reason: '
                              "a protocol that does nothing would pass it")
+        simulate = entry.get("simulate")
+        if simulate is not None:
+            if not (isinstance(simulate, dict) and set(simulate) <= {"traces", "depth", "seed"}
+                    and all(isinstance(simulate.get(k), int) and simulate[k] > 0 for k in ("traces", "depth"))
+                    and isinstance(simulate.get("seed", 1), int)):
+                raise UsageError(f'{where}: "simulate" must be {{"traces": N, "depth": D, "seed": S}} with N, D positive')
+            simulate = (simulate["traces"], simulate["depth"], simulate.get("seed", 1))
         models.append(Model(name=name, spec=spec, cfg=cfg, expect=entry["expect"],
                             manual=bool(entry.get("manual", False)),
-                            deadlock=bool(entry.get("deadlock", True)), reaches=tuple(reaches)))
+                            deadlock=bool(entry.get("deadlock", True)), reaches=tuple(reaches), simulate=simulate))
     return models
 
 
@@ -140,7 +153,7 @@ def with_reachability(models: list[Model]) -> list[Model]:
     for m in models:
         out.append(m)
         out += [Model(name=f"{m.name}:{inv}", spec=m.spec, cfg=m.cfg, expect=f"violates {inv}", manual=m.manual,
-                      deadlock=False, only_invariant=inv) for inv in m.reaches]
+                      deadlock=False, only_invariant=inv, simulate=m.simulate) for inv in m.reaches]
     return out
 
 
@@ -204,8 +217,9 @@ def cfg_properties(cfg: Path) -> list[str]:
     return props
 
 
-def judge(log: str, cfg: Path) -> tuple[str, str | None, str]:
-    """Map TLC's human output to (outcome, violated property, detail)."""
+def judge(log: str, cfg: Path, simulated: bool = False) -> tuple[str, str | None, str]:
+    """Map TLC's human output to (outcome, violated property, detail). A simulation
+    that finished with no error passes: TLC prints no "No error has been found" there."""
     props = cfg_properties(cfg)
     sole = props[0] if len(props) == 1 else None
     m = re.search(r"^Error: Invariant (\S+) is violated", log, re.M)
@@ -224,6 +238,8 @@ def judge(log: str, cfg: Path) -> tuple[str, str | None, str]:
     if re.search(r"^Error: Deadlock reached", log, re.M):
         return "violates Deadlock", "Deadlock", ""
     if "Model checking completed. No error has been found." in log:
+        return "pass", None, ""
+    if simulated and re.search(r"^Finished in ", log, re.M) and not re.search(r"^Error", log, re.M):
         return "pass", None, ""
     errors = [ln for ln in log.splitlines() if ln.startswith(("Error", "***", "Exception")) or "Parse Error" in ln]
     return "error", None, "; ".join(errors[:3]) or "TLC ended without a verdict"
@@ -247,6 +263,9 @@ def run_model(model: Model, jar: Path, java: str, workers: str, timeout: float |
            "-metadir", str(metadir), "-cleanup", "-config", str(cfg) if model.only_invariant else cfg.name]
     if not model.deadlock:
         cmd.append("-deadlock")  # TLC's flag turns deadlock checking OFF
+    if model.simulate:
+        traces, depth, seed = model.simulate
+        cmd += ["-simulate", f"num={traces}", "-depth", str(depth), "-seed", str(seed)]
     cmd.append(model.spec.name)
     logfile = logdir / f"{model.name.replace(':', '~')}.log"  # streamed, so a long run can be followed with tail -f
     start = time.monotonic()
@@ -261,10 +280,12 @@ def run_model(model: Model, jar: Path, java: str, workers: str, timeout: float |
     if timed_out:
         outcome, violated, detail = "error", None, f"timed out after {timeout:.0f}s"
     else:
-        outcome, violated, detail = judge(log, cfg)
+        outcome, violated, detail = judge(log, cfg, simulated=model.simulate is not None)
+        if model.simulate and outcome == "pass":
+            detail = f"simulation: {model.simulate[0]:,} behaviours of at most {model.simulate[1]} steps"
     shutil.rmtree(metadir, ignore_errors=True)
     return Result(model, outcome,
-                  generated=last_int(r"^([\d,]+) states generated", log),
+                  generated=last_int(r"^([\d,]+) states generated", log) or last_int(r"^Progress: ([\d,]+) states checked", log),
                   distinct=last_int(r"states generated, ([\d,]+) distinct states found", log),
                   depth=last_int(r"depth of the complete state graph search is (\d+)", log),
                   seconds=seconds, violated=violated, detail=detail, log=logfile)
@@ -280,6 +301,8 @@ def record(results: list[Result], workers: str, path: Path = MANIFEST) -> None:
         if r:
             entry["observed"] = {"generated": r.generated, "distinct": r.distinct, "depth": r.depth,
                                  "seconds": r.seconds, "workers": workers, "date": day}
+            if r.model.simulate and r.outcome == "pass":  # a violation stops the simulation early
+                entry["observed"]["traces"] = r.model.simulate[0]
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(raw, indent=2) + "\n")
     tmp.replace(path)

@@ -73,6 +73,14 @@ class JudgeTest(unittest.TestCase):
         two = self.ws.cfg("B", "SPECIFICATION Spec\nPROPERTY LiveProp\nPROPERTY OtherProp\n")
         self.assertEqual(check.judge(log, two)[0], "violates ?")
 
+    def test_simulation_that_finished_passes(self):
+        cfg = self.ws.cfg("A", "SPECIFICATION Spec\nINVARIANT Inv\n")
+        log = "Computed 1 initial states...\nProgress: 12001 states checked.\nFinished in 02s at (2026-11-22 19:52:55)\n"
+        self.assertEqual(check.judge(log, cfg, simulated=True)[0], "pass")
+        self.assertEqual(check.judge(log, cfg)[0], "error")  # an exhaustive run must say "No error"
+        violated = "Error: Invariant Inv is violated.\nFinished in 01s at (2026-11-22 19:52:55)\n"
+        self.assertEqual(check.judge(violated, cfg, simulated=True)[0], "violates Inv")
+
     def test_deadlock(self):
         cfg = self.ws.cfg("A", "SPECIFICATION Spec\n")
         self.assertEqual(check.judge("Error: Deadlock reached.\n", cfg)[0], "violates Deadlock")
@@ -140,6 +148,13 @@ class ManifestTest(unittest.TestCase):
         self.assertIn('lists no "reaches"', self.load_error([bare]))
         models = check.load_manifest(self.ws.manifest([dict(bare, vacuity="inductive: starts from every TypeOK state")]))
         self.assertEqual(models[0].reaches, ())
+
+    def test_simulate_needs_traces_and_depth(self):
+        msg = self.load_error([dict(self.good, simulate={"traces": 100})])
+        self.assertIn('"simulate" must be', msg)
+        models = check.load_manifest(self.ws.manifest([dict(self.good, simulate={"traces": 100, "depth": 50, "seed": 3})]))
+        self.assertEqual(models[0].simulate, (100, 50, 3))
+        self.assertEqual(check.with_reachability(models)[1].simulate, (100, 50, 3))
 
     def test_reaches_only_on_pass_models(self):
         msg = self.load_error([dict(self.good, expect="violates Inv")])

@@ -1,4 +1,3 @@
-using System.Buffers.Binary;
 using Contend.Engine.Programs;
 using Contend.Engine.Runtime;
 using Contend.Engine.Storage;
@@ -34,16 +33,9 @@ public sealed class StealDbMicro(int tables, int rows, int ops, int hot) : IWork
         {
             var table = db.Create($"t{t}", sizeof(long), _rows);
             for (int key = 0; key < _rows; key++) table.Load(key);
-            if (t < _ops) builder.Write($"increment{t}", table.Name, KeySource.FromArg(t), Increment);
+            if (t < _ops) builder.Write($"increment{t}", table.Name, KeySource.FromArg(t), Fields.IncrementFirst);
         }
         _program = builder.Build();
-    }
-
-    static long Increment(Span<byte> row, ReadOnlySpan<long> args, ReadOnlySpan<long> results)
-    {
-        long v = BinaryPrimitives.ReadInt64LittleEndian(row) + 1;
-        BinaryPrimitives.WriteInt64LittleEndian(row, v);
-        return v;
     }
 
     public ITransactionSource CreateSource(int worker, ulong seed) => new Source(this, Rng.Seed(seed, worker));

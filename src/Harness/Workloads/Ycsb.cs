@@ -43,20 +43,9 @@ public sealed class Ycsb(long rows, int requests, double readFraction, double th
         {
             var builder = new ProgramBuilder($"ycsb_{count}", db, 2 * _requests);
             for (int i = 0; i < count; i++)
-                builder.ReadOrWrite($"request{i}", "usertable", KeySource.FromArg(i), _requests + i, Read, Update);
+                builder.ReadOrWrite($"request{i}", "usertable", KeySource.FromArg(i), _requests + i, Fields.ReadFirst, Fields.IncrementFirst);
             _programs[count] = builder.Build();
         }
-    }
-
-    /// <summary>A read returns the record's first field; an update increments it.</summary>
-    static long Read(Span<byte> row, ReadOnlySpan<long> args, ReadOnlySpan<long> results) =>
-        BinaryPrimitives.ReadInt64LittleEndian(row);
-
-    static long Update(Span<byte> row, ReadOnlySpan<long> args, ReadOnlySpan<long> results)
-    {
-        long v = BinaryPrimitives.ReadInt64LittleEndian(row) + 1;
-        BinaryPrimitives.WriteInt64LittleEndian(row, v);
-        return v;
     }
 
     public ITransactionSource CreateSource(int worker, ulong seed) => new Source(this, Rng.Seed(seed, worker));
