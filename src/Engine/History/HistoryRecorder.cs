@@ -36,9 +36,4 @@ public sealed class HistoryRecorder
 
     /// <summary>All committed transactions; call only once the workers have stopped.</summary>
     public List<CommittedTxn> Collect() => _perWorker.SelectMany(l => l).ToList();
-
-    public void Clear()
-    {
-        foreach (var l in _perWorker) l.Clear();
-    }
 }

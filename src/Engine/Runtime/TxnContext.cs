@@ -38,7 +38,7 @@ public sealed class TxnContext
     public readonly int[] AccBuffer = new int[MaxOps];
     /// <summary>Version observed when the row was first read (the history's reads-from; Silo's validation).</summary>
     public readonly long[] AccVersion = new long[MaxOps];
-    /// <summary>Protocol-specific per-access word (the MCS queue node, for instance).</summary>
+    /// <summary>Protocol-specific per-access word (Ordered: 1 when the row is wanted exclusive).</summary>
     public readonly int[] AccExtra = new int[MaxOps];
     public readonly byte[] Buffer = new byte[64 * 1024];
     public int BufferUsed;

@@ -46,7 +46,7 @@ public static class WorkerPool
             {
                 try
                 {
-                    if (options.Pin && PinWarning(worker % Environment.ProcessorCount) is { } warning)
+                    if (options.Pin && Affinity.PinCurrentThread(worker % Environment.ProcessorCount) is { } warning)
                         lock (warnings) warnings.Add(warning);
                     var ctx = new TxnContext(worker, recorder);
                     var source = workload.CreateSource(worker, options.Seed);
@@ -87,8 +87,6 @@ public static class WorkerPool
             return new RunResult(total, measuredSeconds, stats, recorder?.Collect(), warnings.Distinct().ToList());
         }
     }
-
-    static string? PinWarning(int core) => Affinity.PinCurrentThread(core);
 
     static void WaitFor(double seconds, Stopwatch clock, double offset, double total, Action<double>? progress, ref int phase)
     {

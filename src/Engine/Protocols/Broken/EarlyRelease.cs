@@ -8,7 +8,8 @@ namespace Contend.Engine.Protocols.Broken;
 /// NOT a correct protocol: the history checker's positive control (../../shared/DESIGN.md).
 /// Locks like NoWait but releases each row right after its op, installing the write's
 /// version then, so other transactions interleave between its ops: the checker must find
-/// cycles in its histories. Never offered as a protocol to compare.
+/// cycles in its histories. Not in ProtocolRegistry.Names: only the demo and the tests run
+/// it, by its own name, as the control.
 /// </summary>
 public sealed class EarlyRelease(ProtocolSetup setup) : LockingProtocol(setup)
 {
