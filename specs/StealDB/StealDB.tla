@@ -7,7 +7,7 @@
 (* that lock's queue and runs one of the lock holder's runnable ops, and  *)
 (* hands the rest of the context down the chain of waiters.               *)
 (*                                                                         *)
-(* Two protocols live here, sharing every step but two:                   *)
+(* Two protocols live here, sharing every step but three:                   *)
 (*   PaperSpec  the paper's Algorithms 1-4 as written.                    *)
 (*   Spec       the corrected protocol the engine implements.             *)
 (* What TLC found about PaperSpec, and why each change was made, is in    *)
@@ -19,6 +19,8 @@
 (*       which aborts its transaction.  The paper's Section 5 says sorted *)
 (*       lock acquisition is broken by stealing and that its code aborts  *)
 (*       on a lock-wait threshold; its algorithms show neither.           *)
+(*   C3  A waiter may take back the context it handed down itself        *)
+(*       (WaiterStealBack), so a chain of one waiter keeps stealing.       *)
 (*                                                                         *)
 (* The steal policy is a constant, so the paper's baselines are the same  *)
 (* spec: "queue" (StealDB), "basic" (every waiter steals from the lock    *)
@@ -321,6 +323,25 @@ PaperStealClear(w) ==
 \* How the corrected protocol takes a context; a mutant swaps in the paper's two steps.
 StealTake(w) == WaiterStealSwap(w)
 
+\* C3 (proofs/StealDB.md section 4.4): a waiter also takes, by the same exchange,
+\* the context in its own transaction's word, which it handed down itself
+\* (line 10), when its lock context is the queue's tail: no successor exists
+\* to take it.  Section 2.3 lets the holder steal "from the tail of the
+\* chain"; Algorithms 1-3 give each waiter one op per context the holder
+\* publishes, so a chain of one waiter (two threads) would run one of the
+\* holder's ops and wait out the rest.  The engine reads the lock's tail
+\* word, then exchanges: a successor that enqueues in between changes only
+\* lockQ, so the two steps commute to this one.
+WaiterStealBack(w) ==
+    LET f == Top(w) IN LET t == Owner(f.op) IN LET q == lockQ[RecOf(f.op)] IN
+    /\ StealPolicy = "queue" /\ CanSteal(w)
+    /\ q[Len(q)] = t
+    /\ stealCtx[t] # Bot
+    /\ SetTop(w, [f EXCEPT !.pc = "steal",
+                           !.hand = [from |-> t, gen |-> gen[t], tok |-> stealCtx[t]]])
+    /\ WriteCtx(t, Bot)
+    /\ UNCHANGED <<opTid, opStatus, rq, cursor, lockQ, phase, store, reads, execCount, released>>
+
 \* Lines 6-11: if Ts still runs, pass <<Ts, i_op - 1>> down in T's own word
 \* and run Ts's op i_op as a nested frame.
 WaiterStealRun(w) ==
@@ -357,7 +378,7 @@ CommonStep(w) ==
     \/ WaiterStealRun(w) \/ WaiterStealBasic(w)
 
 PaperStep(w) == CommonStep(w) \/ PaperStealRead(w) \/ PaperStealClear(w)
-WorkerStep(w) == CommonStep(w) \/ StealTake(w) \/ WaiterTimeout(w)
+WorkerStep(w) == CommonStep(w) \/ StealTake(w) \/ WaiterStealBack(w) \/ WaiterTimeout(w)
 
 PaperNext == (\E w \in Txn : PaperStep(w)) \/ Done
 Next == (\E w \in Txn : WorkerStep(w)) \/ Done
@@ -444,4 +465,7 @@ CommitReachable == ~\E t \in Txn : phase[t] = "committed"
 AbortReachable == ~\E t \in Txn : phase[t] = "aborted"
 \* A worker runs another transaction's op (a stolen op reaches its execute step).
 StealReachable == ~\E w \in Txn : \E k \in 1..Len(stack[w]) : Owner(stack[w][k].op) # w /\ stack[w][k].pc = "exec"
+\* A waiter takes back the context it handed down (WaiterStealBack).
+StealBackReachable == ~\E w \in Txn : \E k \in 1..Len(stack[w]) :
+                          stack[w][k].hand # Bot /\ stack[w][k].hand.from = Owner(stack[w][k].op)
 =============================================================================
