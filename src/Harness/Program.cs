@@ -3,6 +3,7 @@ using System.Globalization;
 using Contend.Engine.Protocols;
 using Contend.Engine.Runtime;
 using Contend.Harness;
+using Contend.Harness.Studies;
 using Contend.Harness.Workloads;
 using Spectre.Console;
 
@@ -72,7 +73,26 @@ demo.SetAction(parse =>
     return broken.Count == 0 && control.Anomalies > 0 ? 0 : 1;
 });
 
-var root = new RootCommand("contend: Contend's protocols on its workloads") { run, demo };
+var studyName = new Argument<string>("name") { Description = "the study: stealdb" };
+var studySeconds = new Option<double>("--seconds") { Description = "measured seconds per run", DefaultValueFactory = _ => 2 };
+var studyWarmup = new Option<double>("--warmup") { Description = "seconds run before measuring, per run", DefaultValueFactory = _ => 0.5 };
+var repeats = new Option<int>("--repeats") { Description = "runs per point and protocol; the median is reported", DefaultValueFactory = _ => 3 };
+var studyOut = new Option<string>("--out") { Description = "directory for the CSVs, PNGs and summary.md (created)", DefaultValueFactory = _ => "study-results" };
+var small = new Option<bool>("--small") { Description = "small tables and two points per figure: checks the study runs, measures nothing" };
+var study = new Command("study", "a paper's throughput study: CSV, PNG per figure, and a summary against the paper") { studyName, studySeconds, studyWarmup, repeats, threads, studyOut, seed, small };
+study.SetAction(parse =>
+{
+    var options = new StudyOptions(parse.GetValue(threads), parse.GetValue(studySeconds), parse.GetValue(studyWarmup), parse.GetValue(repeats),
+                                   parse.GetValue(seed), parse.GetValue(small));
+    string dir = Path.Combine(parse.GetValue(studyOut)!, parse.GetValue(studyName)!);
+    return parse.GetValue(studyName) switch
+    {
+        "stealdb" => StealDbStudy.Run(options, dir, Environment.CommandLine, Console.Out),
+        var other => throw new UsageException($"unknown study '{other}' (known: stealdb)"),
+    };
+});
+
+var root = new RootCommand("contend: Contend's protocols on its workloads") { run, demo, study };
 try
 {
     var parsed = root.Parse(args);

@@ -15,7 +15,7 @@ public sealed class UsageException(string message) : Exception(message);
 public sealed record RunRow(string Protocol, string Workload, string Config, int Threads, double Seconds, long Commits,
                             double Throughput, double AbortRate, long UserAborts, IReadOnlyDictionary<string, long> AbortsByReason,
                             double P50Micros, double P99Micros, int CheckedTransactions, int Anomalies, string? FirstAnomaly,
-                            IReadOnlyList<string> Warnings, long TableBytes);
+                            IReadOnlyList<string> Warnings, long TableBytes, double? StolenShare = null);
 
 /// <summary>Runs one protocol over one freshly loaded workload, and checks its history when asked.</summary>
 public static class Runner
@@ -39,7 +39,8 @@ public static class Runner
                           result.Throughput, result.AbortRate, result.Total.UserAborts, reasons,
                           result.Total.LatencyPercentileMicros(50), result.Total.LatencyPercentileMicros(99),
                           report?.Transactions ?? -1, report?.Anomalies.Count ?? -1,
-                          report?.Anomalies.FirstOrDefault() is { } a ? $"{a.Kind}: {a.Description}" : null, warnings, db.MemoryBytes);
+                          report?.Anomalies.FirstOrDefault() is { } a ? $"{a.Kind}: {a.Description}" : null, warnings, db.MemoryBytes,
+                          protocol is Engine.Protocols.StealDB.StealDb steal ? steal.StolenShare : null);
     }
 
     public static string Table(IReadOnlyList<RunRow> rows)

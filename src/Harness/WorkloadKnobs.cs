@@ -19,11 +19,12 @@ public sealed class WorkloadKnobs
     readonly Option<int> _hot = new("--hot") { Description = "stealdb: records of the first table in use (0: all)", DefaultValueFactory = _ => 1 };
     readonly Option<int> _warehouses = new("--warehouses") { Description = "tpcc: warehouses", DefaultValueFactory = _ => 1 };
     readonly Option<bool> _noInserts = new("--no-inserts") { Description = "tpcc: leave out inserts and the 1% rollback, as DBx1000 does" };
+    readonly Option<bool> _newOrderOnly = new("--new-order-only") { Description = "tpcc: NewOrder alone, district op first (StealDB's study)" };
     readonly Option<int> _orderCapacity = new("--order-capacity") { Description = "tpcc: orders the insert tables can hold", DefaultValueFactory = _ => 1_000_000 };
 
     public void AddTo(Command command)
     {
-        foreach (var o in new Option[] { _rows, _requests, _readFraction, _theta, _tables, _tableRows, _ops, _hot, _warehouses, _noInserts, _orderCapacity })
+        foreach (var o in new Option[] { _rows, _requests, _readFraction, _theta, _tables, _tableRows, _ops, _hot, _warehouses, _noInserts, _newOrderOnly, _orderCapacity })
             command.Options.Add(o);
     }
 
@@ -31,7 +32,7 @@ public sealed class WorkloadKnobs
     {
         "ycsb" => () => new Ycsb(p.GetValue(_rows), p.GetValue(_requests), p.GetValue(_readFraction), p.GetValue(_theta)),
         "stealdb" => () => new StealDbMicro(p.GetValue(_tables), p.GetValue(_tableRows), p.GetValue(_ops), p.GetValue(_hot)),
-        "tpcc" => () => new Tpcc(p.GetValue(_warehouses), !p.GetValue(_noInserts), p.GetValue(_orderCapacity)),
+        "tpcc" => () => new Tpcc(p.GetValue(_warehouses), !p.GetValue(_noInserts), p.GetValue(_orderCapacity), p.GetValue(_newOrderOnly)),
         _ => throw new UsageException($"unknown workload '{name}' (known: {string.Join(", ", Workloads)})"),
     };
 }

@@ -17,10 +17,12 @@ public class CommandLineTests
     }
 
     [Theory]
-    [InlineData("unknown protocol 'Nope' (known: NoWait, WaitDie, WaitsFor, Ordered, Mcs, Silo)", "run", "--protocol", "Nope")]
+    [InlineData("unknown protocol 'Nope' (known: NoWait, WaitDie, WaitsFor, Ordered, Mcs, Silo, StealDB, StealDBBasicWS, StealDBNoSteal)", "run", "--protocol", "Nope")]
     [InlineData("unknown workload 'nope' (known: ycsb, stealdb, tpcc)", "run", "--protocol", "NoWait", "--workload", "nope")]
     [InlineData("zipf: theta = 1.5 must be in [0, 1)", "run", "--protocol", "NoWait", "--theta", "1.5", "--rows", "1000")]
     [InlineData("--threads 0: must be in 1..255", "run", "--protocol", "NoWait", "--threads", "0")]
+    [InlineData("unknown study 'nope' (known: stealdb)", "study", "nope")]
+    [InlineData("--repeats 0: must be in 1..100", "study", "stealdb", "--repeats", "0")]
     [InlineData("stealdb: ops = 40 must be in 1..32 (one op per table)", "run", "--protocol", "NoWait", "--workload", "stealdb", "--ops", "40")]
     public void BadInputExitsTwoWithOneLine(string message, params string[] args)
     {
@@ -53,5 +55,28 @@ public class CommandLineTests
         Assert.False(File.Exists(prefix + ".csv.tmp"));
         File.Delete(prefix + ".csv");
         File.Delete(prefix + ".json");
+    }
+
+    /// <summary>The study's plumbing at a size that measures nothing: every figure's CSV has a
+    /// row per point, protocol and repeat, the PNGs are written, and the summary names the goal.</summary>
+    [Fact]
+    public void StealDbStudyWritesItsFiguresAndSummary()
+    {
+        string dir = Path.Combine(Path.GetTempPath(), $"contend-study-{Guid.NewGuid():N}");
+        var (code, output, err) = Contend("study", "stealdb", "--small", "--seconds", "0.1", "--warmup", "0", "--repeats", "1", "--out", dir);
+        Assert.True(code == 0, err);
+        string results = Path.Combine(dir, "stealdb");
+        foreach (string figure in new[] { "micro", "neworder" })
+        {
+            var lines = File.ReadAllLines(Path.Combine(results, $"{figure}.csv"));
+            int points = figure == "micro" ? 2 : 1;
+            Assert.Equal(1 + points * Harness.Studies.StealDbStudy.Protocols.Length, lines.Length);
+            Assert.All(lines.Skip(1), l => Assert.StartsWith($"{figure},", l));
+            foreach (string plot in new[] { "throughput", "aborts" })
+                Assert.True(new FileInfo(Path.Combine(results, $"{figure}-{plot}.png")).Length > 1000);
+        }
+        Assert.Contains("StealDB >= 1.8x vanilla MCS 2PL", File.ReadAllText(Path.Combine(results, "summary.md")));
+        Assert.Contains("48.0K vs 22.1K", output);
+        Directory.Delete(dir, recursive: true);
     }
 }

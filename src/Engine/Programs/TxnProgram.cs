@@ -73,6 +73,12 @@ public sealed class TxnProgram
     /// op's result, so the rows to lock are not known up front (inserted keys do not count:
     /// nothing locks a row that does not exist yet).</summary>
     public bool HasKeyDependencies { get; }
+    /// <summary>Dependents[i]: the ops that depend on op i (by key or value), each once, in index order.</summary>
+    public int[][] Dependents { get; }
+    /// <summary>DependencyCount[i]: how many distinct ops op i depends on.</summary>
+    public int[] DependencyCount { get; }
+    /// <summary>The ops that depend on nothing, in index order.</summary>
+    public int[] Roots { get; }
 
     internal TxnProgram(string name, Op[] ops, int[] order, int argCount)
     {
@@ -81,6 +87,10 @@ public sealed class TxnProgram
         Order = order;
         ArgCount = argCount;
         HasKeyDependencies = ops.Any(o => o.KeyDeps.Length > 0 && o.Mode != AccessMode.Insert);
+        DependencyCount = ops.Select(o => o.KeyDeps.Concat(o.ValueDeps).Distinct().Count()).ToArray();
+        Dependents = ops.Select(o => ops.Where(d => d.KeyDeps.Contains(o.Index) || d.ValueDeps.Contains(o.Index))
+                                        .Select(d => d.Index).ToArray()).ToArray();
+        Roots = ops.Where(o => DependencyCount[o.Index] == 0).Select(o => o.Index).ToArray();
     }
 
     public override string ToString() => Name;

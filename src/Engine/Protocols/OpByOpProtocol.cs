@@ -80,19 +80,19 @@ public abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtocol
     /// attempt's id; called by a commit once nothing can abort it but a full table. Rows
     /// allocated before a full table is found stay unreachable (never published).
     /// </summary>
-    protected bool ApplyInserts(TxnContext ctx, List<Access>? history)
+    internal static bool ApplyInserts(Database db, TxnContext ctx, List<Access>? history)
     {
         if (ctx.InsertCount == 0) return true;
         Span<int> rows = ctx.InsRow.AsSpan(0, ctx.InsertCount);
         for (int i = 0; i < ctx.InsertCount; i++)
         {
-            rows[i] = Db[ctx.Program.Ops[ctx.InsOp[i]].TableId].Allocate(ctx.InsKey[i]);
+            rows[i] = db[ctx.Program.Ops[ctx.InsOp[i]].TableId].Allocate(ctx.InsKey[i]);
             if (rows[i] < 0) return false;
         }
         for (int i = 0; i < ctx.InsertCount; i++)
         {
             var op = ctx.Program.Ops[ctx.InsOp[i]];
-            var table = Db[op.TableId];
+            var table = db[op.TableId];
             op.Body(table.Payload(rows[i]), ctx.Args, ctx.Results);
             Volatile.Write(ref table.Version(rows[i]), ctx.TxnId);
             if (!table.Publish(rows[i]))

@@ -60,6 +60,18 @@ public enum Mutants
     NoWaitIgnoreLock = 2,
     /// <summary>WaitDie in which a younger requester waits instead of dying (deadlock).</summary>
     WaitDieYoungerWaits = 4,
+    /// <summary>MCStealDB.tla MutantStealTakeNonAtomic (C1 undone): STEALOP reads the predecessor's
+    /// steal context and clears it in a later store (Algorithm 3 lines 1 and 5 as written).</summary>
+    StealReadThenClear = 8,
+    /// <summary>MCStealDB.tla MutantClaimCheckThenSet: RUNOP tests op.tid, then sets it, without CAS.</summary>
+    StealClaimTestThenSet = 16,
+    /// <summary>MCStealDB.tla MutantExecuteAndRelease: an op releases its lock right after executing.</summary>
+    StealEarlyRelease = 32,
+    /// <summary>MCStealDB.tla MutantProceedWithoutLock: a waiter executes without being granted the lock.</summary>
+    StealRunWithoutLock = 64,
+    /// <summary>MCStealDB.tla MutantTimeoutCancelsContext: a timed-out waiter's node leaves the queue at
+    /// once instead of waiting to reach the head.</summary>
+    StealTimeoutLeavesQueue = 128,
 }
 
 /// <summary>Chooses protocols by name at run time.</summary>
@@ -73,6 +85,12 @@ public static class ProtocolRegistry
         ("Ordered", "2PL, every lock taken up front in key order, then wait", s => new TwoPhaseLocking.Ordered(s)),
         ("Mcs", "2PL on exclusive MCS queue locks, abort after a wait threshold", s => new TwoPhaseLocking.Mcs(s)),
         ("Silo", "optimistic: read versions, lock writes in order, validate, install", s => new Silo.SiloOcc(s)),
+        ("StealDB", "queue-stealing 2PL: a lock waiter runs the holder's ops, contexts handed down the MCS queue",
+            s => new StealDB.StealDb(s, new StealDB.StealDbOptions(StealDB.StealPolicy.Queue), "StealDB")),
+        ("StealDBBasicWS", "StealDB's code, every waiter steals from the lock holder's one word by CAS (basic work stealing)",
+            s => new StealDB.StealDb(s, new StealDB.StealDbOptions(StealDB.StealPolicy.Basic), "StealDBBasicWS")),
+        ("StealDBNoSteal", "StealDB's code with stealing off: 2PL on MCS queue locks over the op DAG (vanilla)",
+            s => new StealDB.StealDb(s, new StealDB.StealDbOptions(StealDB.StealPolicy.None), "StealDBNoSteal")),
     ];
 
     /// <summary>A protocol that is not serializable, kept as the history checker's positive control.</summary>

@@ -10,6 +10,11 @@ namespace Contend.Harness.Workloads;
 /// <c>ops</c> tables and increments it. Contention is raised by restricting the first table
 /// to its first <c>hot</c> records (1: every transaction updates the same record first;
 /// 0: no restriction).
+/// The paper gives no DAG. Every increment after the first is declared to follow the first,
+/// as in StealDB.tla's HotProg: the first record's lock comes first (the paper's chain of
+/// waiters forms on it), and the other increments become runnable, so stealable, once it ran
+/// (a DAG's roots are never published for stealing). Other protocols run the ops in the same
+/// order as before.
 /// </summary>
 public sealed class StealDbMicro(int tables, int rows, int ops, int hot) : IWorkload
 {
@@ -33,7 +38,8 @@ public sealed class StealDbMicro(int tables, int rows, int ops, int hot) : IWork
         {
             var table = db.Create($"t{t}", sizeof(long), _rows);
             for (int key = 0; key < _rows; key++) table.Load(key);
-            if (t < _ops) builder.Write($"increment{t}", table.Name, KeySource.FromArg(t), Fields.IncrementFirst);
+            if (t == 0) builder.Write("increment0", table.Name, KeySource.FromArg(0), Fields.IncrementFirst);
+            else if (t < _ops) builder.Write($"increment{t}", table.Name, KeySource.FromArg(t), Fields.IncrementFirst, "increment0");
         }
         _program = builder.Build();
     }

@@ -16,11 +16,16 @@ namespace Contend.Harness.Workloads;
 /// the customer's bad-credit data update, the 3,000 initial orders per district, and the
 /// other three transactions. With inserts off the rollback is off too, as in DBx1000, so
 /// the two are compared on the same transactions.
+/// With <c>newOrderOnly</c>, every transaction is a NewOrder shaped as StealDB's Figure 1
+/// (seed 000): the district op comes first and every other op depends on it, so that the
+/// district record is where waiters queue and the rest is what they steal. (In the mix, every
+/// op but the inserts is a DAG root, in DBx1000's order.)
 /// </summary>
-public sealed class Tpcc(int warehouses, bool inserts, int orderCapacity) : IWorkload
+public sealed class Tpcc(int warehouses, bool inserts, int orderCapacity, bool newOrderOnly = false) : IWorkload
 {
     readonly int _warehouses = warehouses;
     readonly bool _inserts = inserts;
+    readonly bool _newOrderOnly = newOrderOnly;
     public const int Districts = 10, Customers = 3000, Items = 100_000, MinLines = 5, MaxLines = 15;
     // Payload sizes as TPC-C's row sizes (clause 1.3), so rows span the cache lines they would.
     const int WarehouseSize = 89, DistrictSize = 95, CustomerSize = 655, ItemSize = 82, StockSize = 306,
@@ -34,7 +39,7 @@ public sealed class Tpcc(int warehouses, bool inserts, int orderCapacity) : IWor
     public string Name => "tpcc";
 
     public string Describe() =>
-        $"TPC-C NewOrder + Payment 50:50, {_warehouses} warehouse(s), " +
+        (_newOrderOnly ? "TPC-C NewOrder only, district op first (StealDB's Figure 1), " : "TPC-C NewOrder + Payment 50:50, ") + $"{_warehouses} warehouse(s), " +
         (_inserts ? $"with inserts (room for {orderCapacity:N0} orders) and the 1% NewOrder rollback" : "no inserts and no rollback (as DBx1000)") +
         "; customers by id only (no by-last-name), no bad-credit update, no initial orders, no Delivery/OrderStatus/StockLevel";
 
@@ -94,19 +99,31 @@ public sealed class Tpcc(int warehouses, bool inserts, int orderCapacity) : IWor
     TxnProgram BuildNewOrder(Database db, int lines)
     {
         var b = new ProgramBuilder($"new_order_{lines}", db, LineArgs + ArgsPerLine * MaxLines);
-        b.Read("warehouse", "warehouse", KeySource.FromArg(0), (row, a, r) => Get(row, 1));
         // district: takes the next order id (d_next_o_id, field 2) and returns it.
-        b.Write("district", "district", KeySource.Computed((a, r) => DistrictKey(a[0], a[1])), (row, a, r) =>
+        OpBody district = (row, a, r) =>
         {
             long orderId = Get(row, 2);
             Set(row, 2, orderId + 1);
             return orderId;
-        });
-        b.Read("customer", "customer", KeySource.Computed((a, r) => CustomerKey(a[0], a[1], a[2])), (row, a, r) => Get(row, 4));
+        };
+        var districtKey = KeySource.Computed((a, r) => DistrictKey(a[0], a[1]));
+        string[] after = _newOrderOnly ? ["district"] : [];
+        if (_newOrderOnly)
+        {
+            b.Write("district", "district", districtKey, district);
+            b.Read("warehouse", "warehouse", KeySource.FromArg(0), (row, a, r) => Get(row, 1), after);
+        }
+        else
+        {
+            b.Read("warehouse", "warehouse", KeySource.FromArg(0), (row, a, r) => Get(row, 1));
+            b.Write("district", "district", districtKey, district);
+        }
+        int districtOp = _newOrderOnly ? 0 : 1; // either way the customer is op 2 and line i's item op 3 + 2i
+        b.Read("customer", "customer", KeySource.Computed((a, r) => CustomerKey(a[0], a[1], a[2])), (row, a, r) => Get(row, 4), after);
         for (int i = 0; i < lines; i++)
         {
             int at = LineArgs + ArgsPerLine * i;
-            b.Read($"item{i}", "item", KeySource.FromArg(at), (row, a, r) => Get(row, 1));
+            b.Read($"item{i}", "item", KeySource.FromArg(at), (row, a, r) => Get(row, 1), after);
             b.Write($"stock{i}", "stock", KeySource.Computed((a, r) => StockKey(a[at + 1], a[at])), (row, a, r) =>
             {
                 long quantity = Get(row, 1), ordered = a[at + 2];
@@ -115,18 +132,18 @@ public sealed class Tpcc(int warehouses, bool inserts, int orderCapacity) : IWor
                 Add(row, 3, 1);
                 if (a[at + 1] != a[0]) Add(row, 4, 1);
                 return 0;
-            });
+            }, after);
         }
         if (_inserts)
         {
-            b.Insert("order", "orders", KeySource.Computed((a, r) => OrderKey(a[0], a[1], r[1]), "district"),
+            b.Insert("order", "orders", KeySource.Computed((a, r) => OrderKey(a[0], a[1], r[districtOp]), "district"),
                      (row, a, r) => { Set(row, 0, a[2], a[3], a[4]); return 0; });
-            b.Insert("new_order", "new_order", KeySource.Computed((a, r) => OrderKey(a[0], a[1], r[1]), "district"),
-                     (row, a, r) => { Set(row, 0, r[1]); return 0; });
+            b.Insert("new_order", "new_order", KeySource.Computed((a, r) => OrderKey(a[0], a[1], r[districtOp]), "district"),
+                     (row, a, r) => { Set(row, 0, r[districtOp]); return 0; });
             for (int i = 0; i < lines; i++)
             {
                 int at = LineArgs + ArgsPerLine * i, line = i, itemOp = 3 + 2 * i;
-                b.Insert($"line{i}", "order_line", KeySource.Computed((a, r) => OrderKey(a[0], a[1], r[1]) * 16 + line, "district"),
+                b.Insert($"line{i}", "order_line", KeySource.Computed((a, r) => OrderKey(a[0], a[1], r[districtOp]) * 16 + line, "district"),
                          (row, a, r) => { Set(row, 0, a[at], a[at + 1], a[at + 2], a[at + 2] * r[itemOp]); return 0; }, $"item{i}");
             }
         }
@@ -170,7 +187,7 @@ public sealed class Tpcc(int warehouses, bool inserts, int orderCapacity) : IWor
             long home = Uniform(0, w._warehouses - 1);
             a[0] = home;
             a[1] = Uniform(0, Districts - 1);
-            if (Rng.Next(ref _rng) % 2 == 0)
+            if (w._newOrderOnly || Rng.Next(ref _rng) % 2 == 0)
             {
                 int lines = (int)Uniform(MinLines, MaxLines);
                 a[2] = NuRand(1023, w._customerC, 1, Customers) - 1;

@@ -98,7 +98,7 @@ public sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
             }
         }
         var history = ctx.Recorder is null ? null : new List<Access>(ctx.AccessCount + ctx.InsertCount);
-        if (!ApplyInserts(ctx, history))
+        if (!ApplyInserts(Db, ctx, history))
         {
             Unlock(ctx);
             reason = AbortReason.TableFull;

@@ -56,7 +56,7 @@ public abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(setu
     protected override bool Commit(TxnContext ctx, out AbortReason reason)
     {
         var history = ctx.Recorder is null ? null : new List<Access>(ctx.AccessCount + ctx.InsertCount);
-        if (!ApplyInserts(ctx, history))
+        if (!ApplyInserts(Db, ctx, history))
         {
             Abort(ctx);
             reason = AbortReason.TableFull;

@@ -52,6 +52,9 @@ public sealed class McsLock
     /// <summary>CHECKACQUIRED, one look: MCSLock.tla WaiterAcquire once the predecessor cleared our flag.</summary>
     public bool CheckAcquired(int node) => Volatile.Read(ref _nodes[node * NodeLongs + SpinFlag]) == 0;
 
+    /// <summary>True while <paramref name="node"/> is the last in the queue: no successor has swapped the tail.</summary>
+    public static bool IsTail(ref long tail, int node) => Volatile.Read(ref tail) == node + 1;
+
     /// <summary>UNLOCK: HolderCheckNext, then HolderReleaseCas or HolderAwaitLink, then HolderHandover.</summary>
     public void Unlock(ref long tail, int node)
     {

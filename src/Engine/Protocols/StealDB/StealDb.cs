@@ -1,0 +1,516 @@
+using System.Diagnostics;
+using System.Runtime.InteropServices;
+using Contend.Engine.History;
+using Contend.Engine.Programs;
+using Contend.Engine.Protocols.TwoPhaseLocking;
+using Contend.Engine.Runtime;
+using Contend.Engine.Storage;
+
+namespace Contend.Engine.Protocols.StealDB;
+
+/// <summary>Who may run a waiting transaction's lock holder's ops (StealDB.tla's StealPolicy).</summary>
+public enum StealPolicy
+{
+    /// <summary>StealDB: a waiter takes its queue predecessor's steal context and hands the rest down.</summary>
+    Queue,
+    /// <summary>Basic work stealing (Section 2.2): every waiter takes from the lock holder's one word by CAS.</summary>
+    Basic,
+    /// <summary>Vanilla 2PL over MCS locks: waiters only wait.</summary>
+    None,
+}
+
+/// <param name="WaitThreshold">idle rounds of a lock wait (rounds that stole nothing) before the
+/// waiter gives up and aborts its op's transaction (C2)</param>
+/// <param name="MaxNesting">how deep stolen ops may nest (a stolen op that waits may steal
+/// again); at the limit a waiter only waits. Bounds the stack; the spec has no bound, and
+/// fewer steals are a subset of its behaviours</param>
+public sealed record StealDbOptions(StealPolicy Policy = StealPolicy.Queue, int WaitThreshold = 1 << 10, int MaxNesting = 4)
+{
+    public string Validate() =>
+        WaitThreshold < 1 ? $"StealDB: wait threshold {WaitThreshold} must be positive"
+        : MaxNesting is < 0 or > 64 ? $"StealDB: nesting bound {MaxNesting} must be in 0..64" : "";
+}
+
+/// <summary>
+/// Queue-stealing 2PL: <c>Spec</c> of specs/StealDB/StealDB.tla, argued in proofs/StealDB.md
+/// (seed 000, Algorithms 1-4). Each step names the spec action it implements.
+///
+/// A transaction's ops run in its program's DAG order on whichever worker claims them; the
+/// claim is a CAS on the op's tid word (exactly once). An op locks its row with an exclusive
+/// MCS queue lock (one queue node per (worker, op)); a waiter that is not granted takes the
+/// steal context of the transaction ahead of it and runs one of the lock holder's ops. The
+/// steal context is one word per transaction slot:
+/// <code>
+///   steal context  [ 63 .............. 15 | 14 ....... 8 | 7 ........ 0 ]
+///                  [ tid (49 bits)         | rq position  | write count  ]   0: empty
+/// </code>
+/// The tid is the attempt's <see cref="TxnContext.TxnId"/>, which only grows per worker, so a
+/// context, an op's tid word or a queue node naming an ended attempt can never be mistaken for
+/// a live one (proofs/StealDB.md section 7): every CAS that claims an op compares the full tid.
+/// The write count, bumped per store, makes each stored context distinct, which is what
+/// <see cref="StealDbAudit"/> checks "each context is taken once" with. Positions are
+/// 1-based (the spec's); tids need 49 bits (2^41 attempts per worker).
+///
+/// Writes go in place under the exclusive lock with a before-image per op; abort restores them.
+/// A transaction must touch each row at most once (the spec's ASSUME): a second lock context
+/// on a row its own transaction holds would queue behind itself.
+/// </summary>
+public sealed class StealDb : ITransactionProtocol
+{
+    const byte NotLocked = 0, Held = 1, Abandoned = 2;
+    const byte Pending = 0, Done = 1, Failed = 2, Skipped = 3;
+    const int PositionShift = 8, TidShift = 15;
+
+    readonly Database _db;
+    readonly StealDbOptions _options;
+    readonly Slot[] _slots;
+    readonly McsLock _lock;
+    readonly int _imageBytes;
+    /// <summary>Basic policy only: per table and row, the worker slot whose transaction holds the row's lock, + 1.</summary>
+    readonly int[][]? _holders;
+    readonly bool _readThenClear, _claimTestThenSet, _earlyRelease, _runWithoutLock, _timeoutLeavesQueue;
+
+    /// <summary>Test hook: when set, every claim, take, lock and release is checked against the
+    /// spec's invariants. Null in production: one predictable branch per event.</summary>
+    public StealDbAudit? Audit { get; set; }
+
+    public string Name { get; }
+
+    public StealDb(ProtocolSetup setup, StealDbOptions options, string name)
+    {
+        if (options.Validate() is { Length: > 0 } problem) throw new ArgumentException(problem, nameof(options));
+        _db = setup.Database;
+        _options = options;
+        Name = name;
+        _imageBytes = Math.Max(8, _db.Tables.Count == 0 ? 8 : _db.Tables.Max(t => t.PayloadSize));
+        _slots = new Slot[setup.Workers];
+        for (int w = 0; w < setup.Workers; w++) _slots[w] = new Slot(w, _imageBytes);
+        _lock = new McsLock(setup.Workers * TxnContext.MaxOps, setup.Mutants.HasFlag(Mutants.McsReleaseClearTail));
+        if (options.Policy == StealPolicy.Basic) _holders = _db.Tables.Select(t => new int[t.Capacity]).ToArray();
+        _readThenClear = setup.Mutants.HasFlag(Mutants.StealReadThenClear);
+        _claimTestThenSet = setup.Mutants.HasFlag(Mutants.StealClaimTestThenSet);
+        _earlyRelease = setup.Mutants.HasFlag(Mutants.StealEarlyRelease);
+        _runWithoutLock = setup.Mutants.HasFlag(Mutants.StealRunWithoutLock);
+        _timeoutLeavesQueue = setup.Mutants.HasFlag(Mutants.StealTimeoutLeavesQueue);
+    }
+
+    /// <summary>Ops run by a worker other than their transaction's owner, summed over workers;
+    /// read once the workers have stopped.</summary>
+    public long StolenOps => _slots.Sum(s => s.Stolen);
+
+    /// <summary>The share of executed ops that a waiter ran for another transaction (the paper's
+    /// "25 out of 32 operations are executed by lock waiters"); read once the workers have stopped.</summary>
+    public double StolenShare => StolenOps / (double)Math.Max(1, _slots.Sum(s => s.Executed));
+
+    static long Context(long tid, int position, int writes) =>
+        (tid << TidShift) | ((long)position << PositionShift) | (byte)writes;
+    static long TidOf(long context) => context >>> TidShift;
+    static int PositionOf(long context) => (int)(context >> PositionShift) & 0x7F;
+    static int WorkerOf(long tid) => (int)(tid & 0xFF);
+
+    // ---------------------------------------------------------------------------------
+    // Algorithm 1, RUNTRANSACTION, by the owner's worker.
+
+    public Outcome Run(TxnContext ctx, out AbortReason reason)
+    {
+        var s = _slots[ctx.Worker];
+        Begin(s, ctx);
+        long tid = ctx.TxnId;
+        var program = ctx.Program;
+        int n = program.Ops.Length;
+        for (int cursor = 0; ;)
+        {
+            // OwnerRunNext: Alg. 1 lines 1-2, the next op of the runnable queue.
+            if (cursor < Volatile.Read(ref s.Shared.RqLength))
+            {
+                int entry;
+                var wait = new SpinWait();
+                // A finisher reserves a position, then writes it: wait out that one step.
+                while ((entry = Volatile.Read(ref s.Rq[cursor])) == 0) Spin.Once(ref wait);
+                cursor++;
+                RunOp(s, entry - 1, tid, 0, s.Worker);
+                continue;
+            }
+            if (Volatile.Read(ref s.Shared.Finished) == n) break;
+            // A doomed transaction's ops that nobody has claimed are claimed here, by the owner,
+            // and skipped (RunOpClaim then RunOpTryLock's doomed branch). The spec lets them
+            // be claimed later; the engine must close them before the slot is reused.
+            if (Volatile.Read(ref s.Shared.Doom) != 0) CloseUnclaimed(s, tid);
+            var idle = new SpinWait();
+            Spin.Once(ref idle);
+        }
+        return Decide(s, ctx, out reason);
+    }
+
+    void Begin(Slot s, TxnContext ctx)
+    {
+        ctx.BeginAttempt();
+        var program = ctx.Program;
+        int n = program.Ops.Length;
+        Debug.Assert(n <= TxnContext.MaxOps, $"program {program.Name}: {n} ops, more than {TxnContext.MaxOps}");
+        s.Ctx = ctx;
+        for (int i = 0; i < n; i++)
+        {
+            s.OpState[i] = Pending;
+            s.LockState[i] = NotLocked;
+            s.Wrote[i] = false;
+            Volatile.Write(ref s.DepsLeft[i], program.DependencyCount[i]);
+            Volatile.Write(ref s.Rq[i], 0);
+        }
+        var roots = program.Roots;
+        for (int k = 0; k < roots.Length; k++) Volatile.Write(ref s.Rq[k], roots[k] + 1);
+        s.Shared.Finished = 0;
+        s.Shared.Doom = 0;
+        Volatile.Write(ref s.Shared.RqLength, roots.Length);
+        // The roots are not published (StealDB.tla Roots): only ops made runnable later are.
+        Interlocked.Exchange(ref s.Shared.StealContext, 0);
+        // Init: op.tid = tid for every op. A stale context names an older tid, which no op
+        // word holds again, so its CAS fails whichever of these stores it sees.
+        for (int i = 0; i < n; i++) Volatile.Write(ref s.OpTid[i], ctx.TxnId);
+        Volatile.Write(ref s.Shared.Running, ctx.TxnId);
+    }
+
+    void CloseUnclaimed(Slot s, long tid)
+    {
+        int n = s.Ctx.Program.Ops.Length;
+        for (int i = 0; i < n; i++)
+        {
+            if (Volatile.Read(ref s.OpTid[i]) == tid && Interlocked.CompareExchange(ref s.OpTid[i], 0, tid) == tid)
+                Finish(s, i, Skipped, tid, insertDependents: false);
+        }
+    }
+
+    /// <summary>OwnerDecide, OwnerRelease and OwnerFinish: Alg. 1 lines 5-14.</summary>
+    Outcome Decide(Slot s, TxnContext ctx, out AbortReason reason)
+    {
+        var program = ctx.Program;
+        int n = program.Ops.Length;
+        reason = (AbortReason)Volatile.Read(ref s.Shared.Doom);
+        if (reason == AbortReason.None)
+        {
+            Audit?.Committing(ctx.TxnId, n);
+            var history = ctx.Recorder is null ? null : new List<Access>(n);
+            ctx.InsertCount = 0;
+            for (int i = 0; i < n; i++)
+            {
+                if (program.Ops[i].Mode != AccessMode.Insert) continue;
+                ctx.InsOp[ctx.InsertCount] = i;
+                ctx.InsKey[ctx.InsertCount++] = s.InsertKey[i];
+            }
+            if (OpByOpProtocol.ApplyInserts(_db, ctx, history))
+            {
+                for (int i = 0; i < n; i++)
+                {
+                    if (s.LockState[i] != Held) continue;
+                    var table = _db[program.Ops[i].TableId];
+                    if (s.Wrote[i]) Volatile.Write(ref table.Version(s.Row[i]), ctx.TxnId);
+                    history?.Add(new Access(HistoryRecorder.RowKey(table.Id, s.Row[i]), s.ReadVersion[i], s.Wrote[i]));
+                }
+                if (history is not null) ctx.Recorder!.Commit(ctx, history);
+                Release(s, ctx.TxnId);
+                return Outcome.Committed;
+            }
+            reason = AbortReason.TableFull;
+        }
+        for (int i = n - 1; i >= 0; i--)
+        {
+            if (s.LockState[i] == Held && s.Wrote[i])
+            {
+                var table = _db[program.Ops[i].TableId];
+                s.Images.AsSpan(i * _imageBytes, table.PayloadSize).CopyTo(table.Payload(s.Row[i]));
+            }
+        }
+        Release(s, ctx.TxnId);
+        return reason is AbortReason.User or AbortReason.TableFull ? Outcome.UserAborted : Outcome.Aborted;
+    }
+
+    /// <summary>OwnerRelease: unlock every held node, then each abandoned node as it reaches the
+    /// head (C2: a node cannot leave an MCS queue). Polling every abandoned node, not one at a
+    /// time, matters: two aborting transactions may each have one abandoned behind the other's.
+    /// Then OwnerFinish: the transaction stops running only after all of it.</summary>
+    void Release(Slot s, long tid)
+    {
+        var program = s.Ctx.Program;
+        int n = program.Ops.Length, abandoned = 0;
+        for (int i = 0; i < n; i++)
+        {
+            if (s.LockState[i] == Held)
+            {
+                Unlock(s, i, tid);
+            }
+            else if (s.LockState[i] == Abandoned)
+            {
+                if (_timeoutLeavesQueue)
+                {
+                    // Mutant (MutantTimeoutCancelsContext): the abandoned node leaves at once,
+                    // handing the lock to its successor while the holder ahead still holds it.
+                    _lock.Unlock(ref _db[program.Ops[i].TableId].Word(s.Row[i]), Node(s, i));
+                    s.LockState[i] = NotLocked;
+                }
+                else abandoned++;
+            }
+        }
+        var wait = new SpinWait();
+        while (abandoned > 0)
+        {
+            for (int i = 0; i < n; i++)
+            {
+                if (s.LockState[i] != Abandoned || !_lock.CheckAcquired(Node(s, i))) continue;
+                _lock.Unlock(ref _db[program.Ops[i].TableId].Word(s.Row[i]), Node(s, i));
+                s.LockState[i] = NotLocked;
+                abandoned--;
+            }
+            if (abandoned > 0) Spin.Once(ref wait);
+        }
+        Volatile.Write(ref s.Shared.Running, 0);
+    }
+
+    void Unlock(Slot s, int op, long tid)
+    {
+        var table = _db[s.Ctx.Program.Ops[op].TableId];
+        Audit?.Released(HistoryRecorder.RowKey(table.Id, s.Row[op]), tid);
+        if (_holders is not null) Volatile.Write(ref _holders[table.Id][s.Row[op]], 0);
+        _lock.Unlock(ref table.Word(s.Row[op]), Node(s, op));
+        s.LockState[op] = NotLocked;
+    }
+
+    static int Node(Slot s, int op) => s.Worker * TxnContext.MaxOps + op;
+
+    // ---------------------------------------------------------------------------------
+    // Algorithm 2, RUNOP(op, tid): op of the transaction in slot s, on behalf of tid, on
+    // whichever worker calls it; depth counts the stolen ops it is nested in.
+
+    void RunOp(Slot s, int op, long tid, int depth, int runner)
+    {
+        // RunOpClaim: Alg. 2 line 1, CAS(&op.tid, tid, null); someone else has it: return.
+        if (!Claim(s, op, tid)) return;
+        Audit?.Claimed(tid, op);
+        // RunOpTryLock, doomed branch: a doomed transaction's op is skipped, not locked.
+        if (Volatile.Read(ref s.Shared.Doom) != 0)
+        {
+            Finish(s, op, Skipped, tid, insertDependents: false);
+            return;
+        }
+        var ctx = s.Ctx;
+        var o = ctx.Program.Ops[op];
+        ReadOnlySpan<long> args = ctx.Args;
+        long key = o.ResolveKey(args, ctx.Results);
+        if (o.Mode == AccessMode.Insert)
+        {
+            // Inserts lock nothing (no row exists yet); the owner applies them at commit.
+            s.InsertKey[op] = key;
+            Audit?.Executed(tid, op);
+            Finish(s, op, Done, tid, insertDependents: true);
+            return;
+        }
+        var table = _db[o.TableId];
+        int row = table.Find(key);
+        if (row < 0)
+        {
+            Doom(s, AbortReason.User);
+            Finish(s, op, Failed, tid, insertDependents: true);
+            return;
+        }
+        s.Row[op] = row;
+        // RunOpTryLock: Alg. 2 lines 3-6 and Alg. 4, append our node; the old tail is the predecessor.
+        int node = Node(s, op);
+        ref long tail = ref table.Word(row);
+        if (!_lock.TryLock(ref tail, node, out long predecessor) && !_runWithoutLock
+            && !AwaitLock(s, node, ref tail, (int)((predecessor - 1) / TxnContext.MaxOps), depth, runner))
+        {
+            // WaiterTimeout (C2): the node stays queued; the owner releases it at the head.
+            s.LockState[op] = Abandoned;
+            Doom(s, AbortReason.WaitTimeout);
+            Finish(s, op, Failed, tid, insertDependents: false);
+            return;
+        }
+        s.LockState[op] = Held;
+        long rowKey = HistoryRecorder.RowKey(table.Id, row);
+        Audit?.Acquired(rowKey, tid);
+        if (_holders is not null) Volatile.Write(ref _holders[table.Id][row], s.Worker + 1);
+
+        // ExecuteOp: Alg. 2 lines 10-14. The row is ours: read it, save its image, run the body.
+        bool write = o.Writes(args);
+        var data = table.Payload(row);
+        s.ReadVersion[op] = Volatile.Read(ref table.Version(row));
+        if (write)
+        {
+            data.CopyTo(s.Images.AsSpan(op * _imageBytes, data.Length));
+            s.Wrote[op] = true;
+        }
+        Audit?.Executed(tid, op);
+        var runnerSlot = _slots[runner];
+        runnerSlot.Executed++;
+        if (runner != s.Worker) runnerSlot.Stolen++;
+        long result = o.BodyFor(write)(data, args, ctx.Results);
+        if (_earlyRelease)
+        {
+            // Mutant (MutantExecuteAndRelease): the lock goes as soon as the op has run.
+            Unlock(s, op, tid);
+        }
+        if (result == TxnProgram.UserAbort)
+        {
+            Doom(s, AbortReason.User);
+            Finish(s, op, Failed, tid, insertDependents: true);
+            return;
+        }
+        ctx.Results[op] = result;
+        Finish(s, op, Done, tid, insertDependents: true);
+    }
+
+    bool Claim(Slot s, int op, long tid)
+    {
+        if (_claimTestThenSet)
+        {
+            // Mutant (MutantClaimCheckThenSet): test op.tid, then set it in a separate store.
+            if (Volatile.Read(ref s.OpTid[op]) != tid) return false;
+            Volatile.Write(ref s.OpTid[op], 0);
+            return true;
+        }
+        return Volatile.Read(ref s.OpTid[op]) == tid && Interlocked.CompareExchange(ref s.OpTid[op], 0, tid) == tid;
+    }
+
+    static void Doom(Slot s, AbortReason reason) => Interlocked.CompareExchange(ref s.Shared.Doom, (int)reason, 0);
+
+    /// <summary>The end of ExecuteOp (decision 1 of proofs/StealDB.md): the finishing thread
+    /// inserts the ops it made runnable and publishes <c>&lt;tid, last position&gt;</c>.</summary>
+    void Finish(Slot s, int op, byte state, long tid, bool insertDependents)
+    {
+        s.OpState[op] = state;
+        if (insertDependents)
+        {
+            int last = 0;
+            foreach (int d in s.Ctx.Program.Dependents[op])
+            {
+                if (Interlocked.Decrement(ref s.DepsLeft[d]) != 0) continue;
+                last = Interlocked.Increment(ref s.Shared.RqLength);
+                Volatile.Write(ref s.Rq[last - 1], d + 1);
+            }
+            if (last > 0 && _options.Policy != StealPolicy.None) Publish(s, tid, last);
+        }
+        // Last: the owner may decide, and reuse the slot, once every op has counted itself.
+        Interlocked.Increment(ref s.Shared.Finished);
+    }
+
+    static void Publish(Slot s, long tid, int position) =>
+        Interlocked.Exchange(ref s.Shared.StealContext, Context(tid, position, Interlocked.Increment(ref s.Shared.Writes)));
+
+    // ---------------------------------------------------------------------------------
+    // The wait loop of Alg. 2 lines 7-9, with Algorithm 3 inside.
+
+    /// <summary>Waits until the node is granted (WaiterProceed: true) or the wait has been idle for
+    /// the threshold (WaiterTimeout: false), stealing meanwhile. s is the slot of the op's
+    /// transaction, whose word the queue policy hands contexts down through.</summary>
+    bool AwaitLock(Slot s, int node, ref long tail, int predecessorWorker, int depth, int runner)
+    {
+        var wait = new SpinWait();
+        for (int idle = 0; ;)
+        {
+            if (_lock.CheckAcquired(node)) return true;
+            bool stole = depth < _options.MaxNesting && _options.Policy switch
+            {
+                StealPolicy.Queue => StealQueue(s, node, ref tail, _slots[predecessorWorker], depth, runner),
+                StealPolicy.Basic => StealBasic(s, node, depth, runner),
+                _ => false,
+            };
+            if (stole) continue;
+            if (++idle >= _options.WaitThreshold) return false;
+            Spin.Once(ref wait);
+        }
+    }
+
+    /// <summary>Algorithm 3, STEALOP(T, Tp) with C1 and C3.</summary>
+    bool StealQueue(Slot s, int node, ref long tail, Slot predecessor, int depth, int runner)
+    {
+        long context;
+        if (_readThenClear)
+        {
+            // Mutant (MutantStealTakeNonAtomic): Alg. 3 as written, line 1 reads, line 5 clears.
+            context = Volatile.Read(ref predecessor.Shared.StealContext);
+            if (context != 0) Volatile.Write(ref predecessor.Shared.StealContext, 0);
+        }
+        else
+        {
+            // WaiterStealSwap (C1): lines 1-5 as one exchange with the empty context.
+            context = Interlocked.Exchange(ref predecessor.Shared.StealContext, 0);
+        }
+        var from = predecessor;
+        if (context == 0 && McsLock.IsTail(ref tail, node))
+        {
+            // WaiterStealBack (C3): with no successor queued, nobody else will take what we handed down.
+            context = Interlocked.Exchange(ref s.Shared.StealContext, 0);
+            from = s;
+        }
+        if (context == 0) return false;
+        Audit?.Taken(from.Worker, context);
+        return RunStolen(s, context, depth, runner, handDown: true);
+    }
+
+    /// <summary>WaiterStealRun: Alg. 3 lines 6-11. If the context's transaction still runs, hand
+    /// <c>&lt;tid, position - 1&gt;</c> down through s's word (queue policy) and run the op.</summary>
+    bool RunStolen(Slot s, long context, int depth, int runner, bool handDown)
+    {
+        long tid = TidOf(context);
+        int position = PositionOf(context);
+        var owner = _slots[WorkerOf(tid)];
+        if (Volatile.Read(ref owner.Shared.Running) != tid) return false; // IsRunning(ts) is false
+        if (handDown && position > 1) Publish(s, tid, position - 1);
+        int entry = Volatile.Read(ref owner.Rq[position - 1]);
+        if (entry == 0) return false; // reserved, not yet written: the owner will run it
+        RunOp(owner, entry - 1, tid, depth + 1, runner);
+        return true;
+    }
+
+    /// <summary>WaiterStealBasic: take the holder's last published op by CAS on its word.</summary>
+    bool StealBasic(Slot s, int node, int depth, int runner)
+    {
+        int op = node - s.Worker * TxnContext.MaxOps; // the waiting op, whose row the holder holds
+        int holder = Volatile.Read(ref _holders![s.Ctx.Program.Ops[op].TableId][s.Row[op]]) - 1;
+        if (holder < 0) return false;
+        var h = _slots[holder];
+        long context = Volatile.Read(ref h.Shared.StealContext);
+        if (context == 0) return false;
+        int position = PositionOf(context);
+        long next = position > 1 ? Context(TidOf(context), position - 1, Interlocked.Increment(ref h.Shared.Writes)) : 0;
+        if (Interlocked.CompareExchange(ref h.Shared.StealContext, next, context) != context) return false;
+        Audit?.Taken(h.Worker, context);
+        return RunStolen(s, context, depth, runner, handDown: false);
+    }
+
+    /// <summary>One worker's transaction state that other workers reach: the spec's per-transaction
+    /// variables for the attempt the worker is running.</summary>
+    sealed class Slot(int worker, int imageBytes)
+    {
+        public readonly int Worker = worker;
+        public TxnContext Ctx = null!;
+        public SharedWords Shared;
+        /// <summary>opTid: the attempt's tid until claimed, then 0.</summary>
+        public readonly long[] OpTid = new long[TxnContext.MaxOps];
+        public readonly int[] DepsLeft = new int[TxnContext.MaxOps];
+        /// <summary>rq: op index + 1 per position, 0 while a position is reserved but unwritten.</summary>
+        public readonly int[] Rq = new int[TxnContext.MaxOps];
+        // Written by the thread that runs the op, read by the owner after Finished counts it.
+        public readonly byte[] OpState = new byte[TxnContext.MaxOps];
+        public readonly byte[] LockState = new byte[TxnContext.MaxOps];
+        public readonly bool[] Wrote = new bool[TxnContext.MaxOps];
+        public readonly int[] Row = new int[TxnContext.MaxOps];
+        public readonly long[] ReadVersion = new long[TxnContext.MaxOps];
+        public readonly long[] InsertKey = new long[TxnContext.MaxOps];
+        public readonly byte[] Images = new byte[TxnContext.MaxOps * imageBytes];
+        /// <summary>Ops this worker executed, and how many of them were other transactions'; only this worker writes them.</summary>
+        public long Executed, Stolen;
+    }
+
+    /// <summary>The words every worker touches, a cache line each so that a steal does not
+    /// invalidate the owner's counters.</summary>
+    [StructLayout(LayoutKind.Explicit, Size = 320)]
+    struct SharedWords
+    {
+        [FieldOffset(0)] public long StealContext;
+        [FieldOffset(64)] public long Running;
+        [FieldOffset(128)] public int RqLength;
+        [FieldOffset(192)] public int Finished;
+        [FieldOffset(256)] public int Doom;
+        [FieldOffset(260)] public int Writes;
+    }
+}

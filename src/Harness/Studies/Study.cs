@@ -1,0 +1,136 @@
+using System.Globalization;
+using System.Text;
+using Contend.Engine.Runtime;
+using Contend.Harness.Workloads;
+
+namespace Contend.Harness.Studies;
+
+/// <summary>How a study runs: every point of every series is run <see cref="Repeats"/> times,
+/// the protocols in a rotating order within each repeat, so that drift of a noisy machine
+/// spreads over all of them; the median is reported.</summary>
+public sealed record StudyOptions(int Threads = 2, double Seconds = 2, double Warmup = 0.5, int Repeats = 3, ulong Seed = 1, bool Small = false)
+{
+    public void Validate()
+    {
+        if (Threads is < 1 or > 255) throw new UsageException($"--threads {Threads}: must be in 1..255");
+        if (!(Seconds > 0) || Seconds > 3600) throw new UsageException($"--seconds {Seconds.ToString(CultureInfo.InvariantCulture)}: must be in (0, 3600]");
+        if (!(Warmup >= 0) || Warmup > 3600) throw new UsageException($"--warmup {Warmup.ToString(CultureInfo.InvariantCulture)}: must be in [0, 3600]");
+        if (Repeats is < 1 or > 100) throw new UsageException($"--repeats {Repeats}: must be in 1..100");
+    }
+}
+
+/// <summary>One measured run of a study.</summary>
+public sealed record StudyRun(string Figure, string Point, string Protocol, int Repeat, RunRow Row);
+
+/// <summary>One series point: the median over repeats.</summary>
+public sealed record StudyPoint(string Figure, string Point, string Protocol, double Throughput, double AbortRate, double StolenShare, int Repeats);
+
+/// <summary>A figure: one workload per x point, the same protocols at each.</summary>
+public sealed record Figure(string Name, string Title, string XLabel, IReadOnlyList<(string Label, Func<IWorkload> Make)> Points, IReadOnlyList<string> Protocols);
+
+public static class Study
+{
+    public static List<StudyRun> Measure(Figure figure, StudyOptions options, Action<string> log)
+    {
+        var runs = new List<StudyRun>();
+        var run = new RunOptions(options.Threads, options.Seconds, options.Warmup, RecordHistory: false, Pin: true, Seed: options.Seed);
+        for (int repeat = 0; repeat < options.Repeats; repeat++)
+        {
+            foreach (var (label, make) in figure.Points)
+            {
+                for (int k = 0; k < figure.Protocols.Count; k++)
+                {
+                    string protocol = figure.Protocols[(k + repeat) % figure.Protocols.Count];
+                    var row = Runner.RunOne(protocol, make, run);
+                    runs.Add(new StudyRun(figure.Name, label, protocol, repeat, row));
+                    log($"  {figure.Name} {figure.XLabel} {label}, {protocol}, repeat {repeat + 1}/{options.Repeats}: {row.Throughput:N0} txn/s, abort rate {row.AbortRate:P1}");
+                }
+            }
+        }
+        return runs;
+    }
+
+    public static List<StudyPoint> Medians(Figure figure, IReadOnlyList<StudyRun> runs) =>
+        (from label in figure.Points.Select(p => p.Label)
+         from protocol in figure.Protocols
+         let rows = runs.Where(r => r.Point == label && r.Protocol == protocol).Select(r => r.Row).ToList()
+         select new StudyPoint(figure.Name, label, protocol, Median(rows.Select(r => r.Throughput)), Median(rows.Select(r => r.AbortRate)),
+                               Median(rows.Select(r => r.StolenShare ?? double.NaN)), rows.Count)).ToList();
+
+    static double Median(IEnumerable<double> values)
+    {
+        var v = values.Order().ToArray();
+        if (v.Length == 0) return double.NaN;
+        return v.Length % 2 == 1 ? v[v.Length / 2] : (v[v.Length / 2 - 1] + v[v.Length / 2]) / 2;
+    }
+
+    public static void WriteCsv(string path, IReadOnlyList<StudyRun> runs, Dictionary<string, string> metadata)
+    {
+        var csv = new StringBuilder();
+        csv.AppendLine("figure,point,protocol,repeat,threads,seconds,commits,txn_per_s,abort_rate,stolen_share,p50_us,p99_us,config,command,commit,machine,date");
+        foreach (var r in runs)
+        {
+            csv.AppendLine(string.Join(",", new[]
+            {
+                r.Figure, r.Point, r.Protocol, Inv(r.Repeat + 1), Inv(r.Row.Threads), Inv(r.Row.Seconds), Inv(r.Row.Commits), Inv(r.Row.Throughput),
+                Inv(r.Row.AbortRate), r.Row.StolenShare is { } stolen ? Inv(stolen) : "", Inv(r.Row.P50Micros), Inv(r.Row.P99Micros),
+                r.Row.Config, metadata["command"], metadata["commit"], metadata["machine"], metadata["date"],
+            }.Select(Quote)));
+        }
+        Atomic(path, csv.ToString());
+    }
+
+    /// <summary>Two PNGs per figure: median throughput and median abort rate against the x points.</summary>
+    public static void Plot(string directory, Figure figure, IReadOnlyList<StudyPoint> points, string subtitle)
+    {
+        foreach (var (suffix, label, value) in new (string, string, Func<StudyPoint, double>)[]
+                 { ("throughput", "committed txn/s (median)", p => p.Throughput), ("aborts", "abort rate, % (median)", p => 100 * p.AbortRate) })
+        {
+            var plot = new ScottPlot.Plot();
+            double[] xs = Enumerable.Range(0, figure.Points.Count).Select(i => (double)i).ToArray();
+            foreach (string protocol in figure.Protocols)
+            {
+                double[] ys = figure.Points.Select(p => value(points.Single(q => q.Point == p.Label && q.Protocol == protocol))).ToArray();
+                var series = plot.Add.Scatter(xs, ys);
+                series.LegendText = protocol;
+                series.LineWidth = protocol.StartsWith("StealDB", StringComparison.Ordinal) || protocol == "Strife" ? 2.5f : 1.2f;
+            }
+            plot.Axes.Bottom.SetTicks(xs, figure.Points.Select(p => p.Label).ToArray());
+            plot.Axes.SetLimitsY(0, Math.Max(1, points.Max(value)) * 1.1);
+            plot.XLabel(figure.XLabel);
+            plot.YLabel(label);
+            plot.Title($"{figure.Title}\n{subtitle}");
+            plot.ShowLegend(ScottPlot.Alignment.UpperLeft);
+            string temp = Path.Combine(directory, $".{figure.Name}-{suffix}.png.tmp");
+            plot.SavePng(temp, 900, 560);
+            File.Move(temp, Path.Combine(directory, $"{figure.Name}-{suffix}.png"), overwrite: true);
+        }
+    }
+
+    public static string Inv(IFormattable v) => v.ToString(null, CultureInfo.InvariantCulture);
+
+    static string Quote(string s) => s.IndexOfAny([',', '"', '\n']) >= 0 ? $"\"{s.Replace("\"", "\"\"")}\"" : s;
+
+    public static void Atomic(string path, string content)
+    {
+        string temp = path + ".tmp";
+        File.WriteAllText(temp, content);
+        File.Move(temp, path, overwrite: true);
+    }
+
+    /// <summary>Creates the output directory (and parents) or says why it cannot, before any run.</summary>
+    public static string PrepareDirectory(string directory)
+    {
+        try
+        {
+            var full = Path.GetFullPath(directory);
+            Directory.CreateDirectory(full);
+            Runner.CheckWritable(Path.Combine(full, "probe"));
+            return full;
+        }
+        catch (Exception e) when (e is IOException or UnauthorizedAccessException)
+        {
+            throw new UsageException($"--out {directory}: cannot create or write the directory: {e.Message}");
+        }
+    }
+}

@@ -1,0 +1,162 @@
+using System.Buffers.Binary;
+using Contend.Engine.History;
+using Contend.Engine.Programs;
+using Contend.Engine.Protocols;
+using Contend.Engine.Protocols.StealDB;
+using Contend.Engine.Runtime;
+using Contend.Engine.Storage;
+using Microsoft.Coyote.Specifications;
+
+namespace Contend.Coyote.StealDB;
+
+/// <summary>
+/// StealDB on the engine, one transaction per worker, on the workloads of specs/StealDB's CI
+/// models. Every op increments its row. Checked on every schedule:
+/// <list type="bullet">
+/// <item>by <see cref="StealDbAudit"/>, as each event happens: ExactlyOnceInv and ExactlyOnceCoreInv,
+/// MutualExclusionInv, TwoPhaseProp and StealTokenTakenOnceInv;</item>
+/// <item>once all transactions have ended: the history is serializable (the checker), and every
+/// row holds the number of committed transactions that incremented it (aborts left nothing);</item>
+/// <item>every transaction ends (commits, or its logic aborts it) within the steps bound,
+/// retries included.</item>
+/// </list>
+/// Each twin is one of MCStealDB.tla's mutants, put into the engine by a <see cref="Mutants"/> flag.
+/// </summary>
+public static class StealDbTests
+{
+    /// <summary>Idle rounds before a waiter gives up: small, so that Coyote reaches the timeouts
+    /// that break the opposite-order and lock-order deadlocks within the steps bound.</summary>
+    const int Threshold = 4;
+    const uint Steps = 20_000;
+
+    /// <summary>One op: the row it increments and the ops (by index) it depends on.</summary>
+    sealed record OpSpec(int Row, params int[] Deps);
+    /// <summary>One transaction: its ops, and whether its last op aborts by the program's logic.</summary>
+    sealed record TxnSpec(OpSpec[] Ops, bool UserAbort = false);
+
+    const int A = 0, B = 1, C = 2, Hot = 0;
+    static int Private(int txn, int k) => 10 + 4 * txn + k;
+
+    /// <summary>HotProg: every transaction increments the hot row, then two private rows that
+    /// depend on it (the work waiters steal); the third's last op aborts.</summary>
+    static readonly TxnSpec[] HotWorkload =
+    [
+        new([new(Hot), new(Private(0, 1), 0), new(Private(0, 2), 0)]),
+        new([new(Hot), new(Private(1, 1), 0), new(Private(1, 2), 0)]),
+        new([new(Hot), new(Private(2, 1), 0), new(Private(2, 2), 0)], UserAbort: true),
+    ];
+
+    /// <summary>OppositeProg: the textbook deadlock, with a private op each to steal.</summary>
+    static readonly TxnSpec[] OppositeWorkload =
+    [
+        new([new(A), new(B, 0), new(Private(0, 1), 0)]),
+        new([new(B), new(A, 0), new(Private(1, 1), 0)]),
+    ];
+
+    /// <summary>LockOrderProg: sorted lock order that stealing breaks (StealDBPaperLockOrder).</summary>
+    static readonly TxnSpec[] LockOrderWorkload =
+    [
+        new([new(A), new(B, 0), new(C, 0)]),
+        new([new(A), new(Private(1, 1), 0)]),
+        new([new(B), new(C, 0)]),
+    ];
+
+    /// <summary>Two waiters on two records share one predecessor's word (StealDBPaperTwoHot).
+    /// Unlike TwoHotProg, T1 locks both records first (both are roots), and the waiters touch a
+    /// private record before theirs, so both are usually queued behind T1 when it publishes.</summary>
+    static readonly TxnSpec[] TwoHotWorkload =
+    [
+        new([new(A), new(B), new(Private(0, 1), 0, 1), new(Private(0, 2), 0, 1)]),
+        new([new(Private(1, 1)), new(A, 0)]),
+        new([new(Private(2, 1)), new(B, 0)]),
+    ];
+
+    public static IEnumerable<CoyoteTest> All =>
+    [
+        new("StealDBHot", () => Run(HotWorkload, StealPolicy.Queue, Mutants.None), MaxSteps: Steps),
+        new("StealDBOpposite", () => Run(OppositeWorkload, StealPolicy.Queue, Mutants.None), MaxSteps: Steps),
+        new("StealDBLockOrder", () => Run(LockOrderWorkload, StealPolicy.Queue, Mutants.None), MaxSteps: Steps),
+        new("StealDBTwoHot", () => Run(TwoHotWorkload, StealPolicy.Queue, Mutants.None), MaxSteps: Steps),
+        new("StealDBBasicWSHot", () => Run(HotWorkload, StealPolicy.Basic, Mutants.None), MaxSteps: Steps),
+        new("StealDBNoStealOpposite", () => Run(OppositeWorkload, StealPolicy.None, Mutants.None), MaxSteps: Steps),
+        new("StealDBTwinReadThenClear", () => Run(TwoHotWorkload, StealPolicy.Queue, Mutants.StealReadThenClear),
+            CaughtBy: "StealTokenTakenOnceInv", MaxSteps: Steps),
+        new("StealDBTwinClaimTestThenSet", () => Run(HotWorkload, StealPolicy.Queue, Mutants.StealClaimTestThenSet),
+            CaughtBy: "ExactlyOnceCoreInv", MaxSteps: Steps),
+        new("StealDBTwinEarlyRelease", () => Run(HotWorkload, StealPolicy.Queue, Mutants.StealEarlyRelease),
+            CaughtBy: "TwoPhaseProp", MaxSteps: Steps),
+        new("StealDBTwinRunWithoutLock", () => Run(HotWorkload, StealPolicy.Queue, Mutants.StealRunWithoutLock),
+            CaughtBy: "MutualExclusionInv", MaxSteps: Steps),
+        new("StealDBTwinTimeoutLeavesQueue", () => Run(HotWorkload, StealPolicy.Queue, Mutants.StealTimeoutLeavesQueue),
+            CaughtBy: "MutualExclusionInv", MaxSteps: Steps),
+        new("StealDBTwinReleaseClearTail", () => Run(HotWorkload, StealPolicy.Queue, Mutants.McsReleaseClearTail),
+            CaughtBy: CoyoteSuite.StepsBound, MaxSteps: Steps),
+    ];
+
+    static async Task Run(TxnSpec[] workload, StealPolicy policy, Mutants mutants)
+    {
+        using var db = new Database();
+        var table = db.Create("rec", sizeof(long), 32);
+        for (int key = 0; key < 32; key++) table.Load(key);
+        var programs = workload.Select((t, i) => Build(db, $"t{i}", t)).ToArray();
+
+        int workers = workload.Length;
+        var recorder = new HistoryRecorder(workers);
+        var protocol = new StealDb(new ProtocolSetup(db, workers, mutants),
+                                   new StealDbOptions(policy, WaitThreshold: Threshold), "StealDB")
+        {
+            Audit = new StealDbAudit(message => Specification.Assert(false, message)),
+        };
+        var outcomes = new Outcome[workers];
+        var timestamps = new long[1];
+
+        Task Start(int worker) => Task.Run(() =>
+        {
+            var ctx = new TxnContext(worker, recorder);
+            var spec = workload[worker];
+            for (int i = 0; i < spec.Ops.Length; i++) ctx.Args[i] = spec.Ops[i].Row;
+            ctx.Args[spec.Ops.Length] = spec.UserAbort ? 1 : 0;
+            ctx.Start(programs[worker], Interlocked.Increment(ref timestamps[0]));
+            ulong rng = Rng.Seed(11, worker);
+            for (int retries = 0; ; retries++)
+            {
+                outcomes[worker] = protocol.Run(ctx, out _);
+                if (outcomes[worker] != Outcome.Aborted) break;
+                Spin.Backoff(retries, ref rng);
+            }
+        });
+
+        await Task.WhenAll(Enumerable.Range(0, workers).Select(Start));
+
+        var report = SerializabilityChecker.Check(recorder.Collect());
+        Specification.Assert(report.Serializable,
+            $"history not serializable: {report.Anomalies.FirstOrDefault()?.Kind} {report.Anomalies.FirstOrDefault()?.Description}");
+        for (int i = 0; i < workers; i++)
+            Specification.Assert(outcomes[i] == (workload[i].UserAbort ? Outcome.UserAborted : Outcome.Committed),
+                $"transaction t{i} ended {outcomes[i]}");
+        for (int key = 0; key < 32; key++)
+        {
+            long expected = workload.Where((t, i) => outcomes[i] == Outcome.Committed && t.Ops.Any(o => o.Row == key)).Count();
+            long actual = BinaryPrimitives.ReadInt64LittleEndian(table.Payload(table.Find(key)));
+            Specification.Assert(actual == expected, $"row {key} holds {actual}, but {expected} committed transactions incremented it");
+        }
+    }
+
+    static TxnProgram Build(Database db, string name, TxnSpec spec)
+    {
+        int abortArg = spec.Ops.Length;
+        var b = new ProgramBuilder(name, db, spec.Ops.Length + 1);
+        for (int i = 0; i < spec.Ops.Length; i++)
+        {
+            bool last = i == spec.Ops.Length - 1;
+            b.Write($"op{i}", "rec", KeySource.FromArg(i), (row, a, r) =>
+            {
+                if (last && a[abortArg] != 0) return TxnProgram.UserAbort;
+                long v = BinaryPrimitives.ReadInt64LittleEndian(row) + 1;
+                BinaryPrimitives.WriteInt64LittleEndian(row, v);
+                return v;
+            }, spec.Ops[i].Deps.Select(d => $"op{d}").ToArray());
+        }
+        return b.Build();
+    }
+}
