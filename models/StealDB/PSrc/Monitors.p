@@ -1,0 +1,84 @@
+// StealDB.tla's properties as P monitors.
+
+// ExactlyOnceInv, and StealDBCore's claim half: no op is claimed or executed twice, and a
+// transaction that commits executed every op once.
+spec ExactlyOnce observes eExecuted, eClaimed, eTxnDecided {
+  var runs: map[OpId, int];
+  var claims: set[OpId];
+  start state Watching {
+    on eClaimed do (o: OpId) {
+      assert !(o in claims), format("ExactlyOnceCoreInv: op {0} of transaction {1} claimed twice", o.i, o.t);
+      claims += (o);
+    }
+    on eExecuted do (o: OpId) {
+      if (o in runs) { runs[o] = runs[o] + 1; } else { runs[o] = 1; }
+      assert runs[o] == 1, format("ExactlyOnceInv: op {0} of transaction {1} executed {2} times", o.i, o.t, runs[o]);
+    }
+    on eTxnDecided do (d: (t: int, committed: bool, ops: int)) {
+      var i: int;
+      if (d.committed) {
+        while (i < d.ops) {
+          assert (t = d.t, i = i) in runs, format("ExactlyOnceInv: transaction {0} commits without executing op {1}", d.t, i);
+          i = i + 1;
+        }
+      }
+    }
+  }
+}
+
+// MutualExclusionInv: a transaction uses a record from the first execution of its op on it
+// until it releases the record's lock; two never use one record at once.
+spec MutualExclusion observes eGranted, eReleased {
+  var user: map[int, int];
+  start state Watching {
+    on eGranted do (g: (rec: int, t: int)) {
+      assert !(g.rec in user) || user[g.rec] == g.t,
+        format("MutualExclusionInv: transaction {0} executes on record {1} while transaction {2} uses it", g.t, g.rec, user[g.rec]);
+      user[g.rec] = g.t;
+    }
+    on eReleased do (g: (rec: int, t: int)) {
+      if (g.rec in user && user[g.rec] == g.t) { user -= (g.rec); }
+    }
+  }
+}
+
+// TwoPhaseProp: once a transaction has released a lock it requests none and executes nothing.
+spec TwoPhase observes eReleased, eRequested, eExecuted {
+  var shrinking: set[int];
+  start state Watching {
+    on eReleased do (g: (rec: int, t: int)) { shrinking += (g.t); }
+    on eRequested do (g: (rec: int, t: int)) {
+      assert !(g.t in shrinking), format("TwoPhaseProp: transaction {0} requests record {1} after releasing a lock", g.t, g.rec);
+    }
+    on eExecuted do (o: OpId) {
+      assert !(o.t in shrinking), format("TwoPhaseProp: transaction {0} executes op {1} after releasing a lock", o.t, o.i);
+    }
+  }
+}
+
+// StealTokenTakenOnceInv: each write of a steal-context word is taken by one stealer.
+spec StealTokenTakenOnce observes eTaken {
+  var taken: set[(from: int, gen: int)];
+  start state Watching {
+    on eTaken do (k: (from: int, gen: int)) {
+      assert !(k in taken), format("StealTokenTakenOnceInv: the context in transaction {0}'s word (write {1}) was taken twice", k.from, k.gen);
+      taken += (k);
+    }
+  }
+}
+
+// TerminationProp: every transaction that starts ends (OwnerFinish), committed or aborted.
+spec Termination observes eTxnStarted, eTxnEnded {
+  var pending: set[int];
+  start cold state Idle {
+    on eTxnStarted do (t: int) { pending += (t); goto Waiting; }
+    ignore eTxnEnded;
+  }
+  hot state Waiting {
+    on eTxnStarted do (t: int) { pending += (t); }
+    on eTxnEnded do (t: int) {
+      pending -= (t);
+      if (sizeof(pending) == 0) { goto Idle; }
+    }
+  }
+}
