@@ -43,7 +43,7 @@ public static class Study
                     string protocol = figure.Protocols[(k + repeat) % figure.Protocols.Count];
                     var row = Runner.RunOne(protocol, make, run);
                     runs.Add(new StudyRun(figure.Name, label, protocol, repeat, row));
-                    log($"  {figure.Name} {figure.XLabel} {label}, {protocol}, repeat {repeat + 1}/{options.Repeats}: {row.Throughput:N0} txn/s, abort rate {row.AbortRate:P1}");
+                    log($"  {figure.Name} at {label}, {protocol}, repeat {repeat + 1}/{options.Repeats}: {row.Throughput:N0} txn/s, abort rate {row.AbortRate:P1}");
                 }
             }
         }

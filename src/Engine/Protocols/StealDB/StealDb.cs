@@ -82,7 +82,7 @@ public sealed class StealDb : ITransactionProtocol
         _db = setup.Database;
         _options = options;
         Name = name;
-        _imageBytes = Math.Max(8, _db.Tables.Count == 0 ? 8 : _db.Tables.Max(t => t.PayloadSize));
+        _imageBytes = (Math.Max(1, _db.Tables.Count == 0 ? 1 : _db.Tables.Max(t => t.PayloadSize)) + 63) & ~63;
         _slots = new Slot[setup.Workers];
         for (int w = 0; w < setup.Workers; w++) _slots[w] = new Slot(w, _imageBytes);
         _lock = new McsLock(setup.Workers * TxnContext.MaxOps, setup.Mutants.HasFlag(Mutants.McsReleaseClearTail));
@@ -131,7 +131,7 @@ public sealed class StealDb : ITransactionProtocol
                 RunOp(s, entry - 1, tid, 0, s.Worker);
                 continue;
             }
-            if (Volatile.Read(ref s.Shared.Finished) == n) break;
+            if (s.OwnFinished + Volatile.Read(ref s.Shared.Finished) == n) break;
             // A doomed transaction's ops that nobody has claimed are claimed here, by the owner,
             // and skipped (RunOpClaim then RunOpTryLock's doomed branch). The spec lets them
             // be claimed later; the engine must close them before the slot is reused.
@@ -151,22 +151,23 @@ public sealed class StealDb : ITransactionProtocol
         s.Ctx = ctx;
         for (int i = 0; i < n; i++)
         {
-            s.OpState[i] = Pending;
-            s.LockState[i] = NotLocked;
-            s.Wrote[i] = false;
-            Volatile.Write(ref s.DepsLeft[i], program.DependencyCount[i]);
+            s.Ops[i].State = Pending;
+            s.Ops[i].Lock = NotLocked;
+            s.Ops[i].Wrote = false;
+            Volatile.Write(ref s.Ops[i].DepsLeft, program.DependencyCount[i]);
             Volatile.Write(ref s.Rq[i], 0);
         }
         var roots = program.Roots;
         for (int k = 0; k < roots.Length; k++) Volatile.Write(ref s.Rq[k], roots[k] + 1);
         s.Shared.Finished = 0;
+        s.OwnFinished = 0;
         s.Shared.Doom = 0;
         Volatile.Write(ref s.Shared.RqLength, roots.Length);
         // The roots are not published (StealDB.tla Roots): only ops made runnable later are.
         Interlocked.Exchange(ref s.Shared.StealContext, 0);
         // Init: op.tid = tid for every op. A stale context names an older tid, which no op
         // word holds again, so its CAS fails whichever of these stores it sees.
-        for (int i = 0; i < n; i++) Volatile.Write(ref s.OpTid[i], ctx.TxnId);
+        for (int i = 0; i < n; i++) Volatile.Write(ref s.Ops[i].Tid, ctx.TxnId);
         Volatile.Write(ref s.Shared.Running, ctx.TxnId);
     }
 
@@ -175,8 +176,8 @@ public sealed class StealDb : ITransactionProtocol
         int n = s.Ctx.Program.Ops.Length;
         for (int i = 0; i < n; i++)
         {
-            if (Volatile.Read(ref s.OpTid[i]) == tid && Interlocked.CompareExchange(ref s.OpTid[i], 0, tid) == tid)
-                Finish(s, i, Skipped, tid, insertDependents: false);
+            if (Volatile.Read(ref s.Ops[i].Tid) == tid && Interlocked.CompareExchange(ref s.Ops[i].Tid, 0, tid) == tid)
+                Finish(s, i, Skipped, tid, insertDependents: false, s.Worker);
         }
     }
 
@@ -195,16 +196,16 @@ public sealed class StealDb : ITransactionProtocol
             {
                 if (program.Ops[i].Mode != AccessMode.Insert) continue;
                 ctx.InsOp[ctx.InsertCount] = i;
-                ctx.InsKey[ctx.InsertCount++] = s.InsertKey[i];
+                ctx.InsKey[ctx.InsertCount++] = s.Ops[i].InsertKey;
             }
             if (OpByOpProtocol.ApplyInserts(_db, ctx, history))
             {
                 for (int i = 0; i < n; i++)
                 {
-                    if (s.LockState[i] != Held) continue;
+                    if (s.Ops[i].Lock != Held) continue;
                     var table = _db[program.Ops[i].TableId];
-                    if (s.Wrote[i]) Volatile.Write(ref table.Version(s.Row[i]), ctx.TxnId);
-                    history?.Add(new Access(HistoryRecorder.RowKey(table.Id, s.Row[i]), s.ReadVersion[i], s.Wrote[i]));
+                    if (s.Ops[i].Wrote) Volatile.Write(ref table.Version(s.Ops[i].Row), ctx.TxnId);
+                    history?.Add(new Access(HistoryRecorder.RowKey(table.Id, s.Ops[i].Row), s.Ops[i].ReadVersion, s.Ops[i].Wrote));
                 }
                 if (history is not null) ctx.Recorder!.Commit(ctx, history);
                 Release(s, ctx.TxnId);
@@ -214,10 +215,10 @@ public sealed class StealDb : ITransactionProtocol
         }
         for (int i = n - 1; i >= 0; i--)
         {
-            if (s.LockState[i] == Held && s.Wrote[i])
+            if (s.Ops[i].Lock == Held && s.Ops[i].Wrote)
             {
                 var table = _db[program.Ops[i].TableId];
-                s.Images.AsSpan(i * _imageBytes, table.PayloadSize).CopyTo(table.Payload(s.Row[i]));
+                s.Images.AsSpan(i * _imageBytes, table.PayloadSize).CopyTo(table.Payload(s.Ops[i].Row));
             }
         }
         Release(s, ctx.TxnId);
@@ -234,18 +235,18 @@ public sealed class StealDb : ITransactionProtocol
         int n = program.Ops.Length, abandoned = 0;
         for (int i = 0; i < n; i++)
         {
-            if (s.LockState[i] == Held)
+            if (s.Ops[i].Lock == Held)
             {
                 Unlock(s, i, tid);
             }
-            else if (s.LockState[i] == Abandoned)
+            else if (s.Ops[i].Lock == Abandoned)
             {
                 if (_timeoutLeavesQueue)
                 {
                     // Mutant (MutantTimeoutCancelsContext): the abandoned node leaves at once,
                     // handing the lock to its successor while the holder ahead still holds it.
-                    _lock.Unlock(ref _db[program.Ops[i].TableId].Word(s.Row[i]), Node(s, i));
-                    s.LockState[i] = NotLocked;
+                    _lock.Unlock(ref _db[program.Ops[i].TableId].Word(s.Ops[i].Row), Node(s, i));
+                    s.Ops[i].Lock = NotLocked;
                 }
                 else abandoned++;
             }
@@ -255,9 +256,9 @@ public sealed class StealDb : ITransactionProtocol
         {
             for (int i = 0; i < n; i++)
             {
-                if (s.LockState[i] != Abandoned || !_lock.CheckAcquired(Node(s, i))) continue;
-                _lock.Unlock(ref _db[program.Ops[i].TableId].Word(s.Row[i]), Node(s, i));
-                s.LockState[i] = NotLocked;
+                if (s.Ops[i].Lock != Abandoned || !_lock.CheckAcquired(Node(s, i))) continue;
+                _lock.Unlock(ref _db[program.Ops[i].TableId].Word(s.Ops[i].Row), Node(s, i));
+                s.Ops[i].Lock = NotLocked;
                 abandoned--;
             }
             if (abandoned > 0) Spin.Once(ref wait);
@@ -268,10 +269,10 @@ public sealed class StealDb : ITransactionProtocol
     void Unlock(Slot s, int op, long tid)
     {
         var table = _db[s.Ctx.Program.Ops[op].TableId];
-        Audit?.Released(HistoryRecorder.RowKey(table.Id, s.Row[op]), tid);
-        if (_holders is not null) Volatile.Write(ref _holders[table.Id][s.Row[op]], 0);
-        _lock.Unlock(ref table.Word(s.Row[op]), Node(s, op));
-        s.LockState[op] = NotLocked;
+        Audit?.Released(HistoryRecorder.RowKey(table.Id, s.Ops[op].Row), tid);
+        if (_holders is not null) Volatile.Write(ref _holders[table.Id][s.Ops[op].Row], 0);
+        _lock.Unlock(ref table.Word(s.Ops[op].Row), Node(s, op));
+        s.Ops[op].Lock = NotLocked;
     }
 
     static int Node(Slot s, int op) => s.Worker * TxnContext.MaxOps + op;
@@ -288,7 +289,7 @@ public sealed class StealDb : ITransactionProtocol
         // RunOpTryLock, doomed branch: a doomed transaction's op is skipped, not locked.
         if (Volatile.Read(ref s.Shared.Doom) != 0)
         {
-            Finish(s, op, Skipped, tid, insertDependents: false);
+            Finish(s, op, Skipped, tid, insertDependents: false, runner);
             return;
         }
         var ctx = s.Ctx;
@@ -298,9 +299,9 @@ public sealed class StealDb : ITransactionProtocol
         if (o.Mode == AccessMode.Insert)
         {
             // Inserts lock nothing (no row exists yet); the owner applies them at commit.
-            s.InsertKey[op] = key;
+            s.Ops[op].InsertKey = key;
             Audit?.Executed(tid, op);
-            Finish(s, op, Done, tid, insertDependents: true);
+            Finish(s, op, Done, tid, insertDependents: true, runner);
             return;
         }
         var table = _db[o.TableId];
@@ -308,10 +309,10 @@ public sealed class StealDb : ITransactionProtocol
         if (row < 0)
         {
             Doom(s, AbortReason.User);
-            Finish(s, op, Failed, tid, insertDependents: true);
+            Finish(s, op, Failed, tid, insertDependents: true, runner);
             return;
         }
-        s.Row[op] = row;
+        s.Ops[op].Row = row;
         // RunOpTryLock: Alg. 2 lines 3-6 and Alg. 4, append our node; the old tail is the predecessor.
         int node = Node(s, op);
         ref long tail = ref table.Word(row);
@@ -319,12 +320,12 @@ public sealed class StealDb : ITransactionProtocol
             && !AwaitLock(s, node, ref tail, (int)((predecessor - 1) / TxnContext.MaxOps), depth, runner))
         {
             // WaiterTimeout (C2): the node stays queued; the owner releases it at the head.
-            s.LockState[op] = Abandoned;
+            s.Ops[op].Lock = Abandoned;
             Doom(s, AbortReason.WaitTimeout);
-            Finish(s, op, Failed, tid, insertDependents: false);
+            Finish(s, op, Failed, tid, insertDependents: false, runner);
             return;
         }
-        s.LockState[op] = Held;
+        s.Ops[op].Lock = Held;
         long rowKey = HistoryRecorder.RowKey(table.Id, row);
         Audit?.Acquired(rowKey, tid);
         if (_holders is not null) Volatile.Write(ref _holders[table.Id][row], s.Worker + 1);
@@ -332,11 +333,11 @@ public sealed class StealDb : ITransactionProtocol
         // ExecuteOp: Alg. 2 lines 10-14. The row is ours: read it, save its image, run the body.
         bool write = o.Writes(args);
         var data = table.Payload(row);
-        s.ReadVersion[op] = Volatile.Read(ref table.Version(row));
+        s.Ops[op].ReadVersion = Volatile.Read(ref table.Version(row));
         if (write)
         {
             data.CopyTo(s.Images.AsSpan(op * _imageBytes, data.Length));
-            s.Wrote[op] = true;
+            s.Ops[op].Wrote = true;
         }
         Audit?.Executed(tid, op);
         var runnerSlot = _slots[runner];
@@ -351,11 +352,11 @@ public sealed class StealDb : ITransactionProtocol
         if (result == TxnProgram.UserAbort)
         {
             Doom(s, AbortReason.User);
-            Finish(s, op, Failed, tid, insertDependents: true);
+            Finish(s, op, Failed, tid, insertDependents: true, runner);
             return;
         }
         ctx.Results[op] = result;
-        Finish(s, op, Done, tid, insertDependents: true);
+        Finish(s, op, Done, tid, insertDependents: true, runner);
     }
 
     bool Claim(Slot s, int op, long tid)
@@ -363,33 +364,34 @@ public sealed class StealDb : ITransactionProtocol
         if (_claimTestThenSet)
         {
             // Mutant (MutantClaimCheckThenSet): test op.tid, then set it in a separate store.
-            if (Volatile.Read(ref s.OpTid[op]) != tid) return false;
-            Volatile.Write(ref s.OpTid[op], 0);
+            if (Volatile.Read(ref s.Ops[op].Tid) != tid) return false;
+            Volatile.Write(ref s.Ops[op].Tid, 0);
             return true;
         }
-        return Volatile.Read(ref s.OpTid[op]) == tid && Interlocked.CompareExchange(ref s.OpTid[op], 0, tid) == tid;
+        return Volatile.Read(ref s.Ops[op].Tid) == tid && Interlocked.CompareExchange(ref s.Ops[op].Tid, 0, tid) == tid;
     }
 
     static void Doom(Slot s, AbortReason reason) => Interlocked.CompareExchange(ref s.Shared.Doom, (int)reason, 0);
 
     /// <summary>The end of ExecuteOp (decision 1 of proofs/StealDB.md): the finishing thread
     /// inserts the ops it made runnable and publishes <c>&lt;tid, last position&gt;</c>.</summary>
-    void Finish(Slot s, int op, byte state, long tid, bool insertDependents)
+    void Finish(Slot s, int op, byte state, long tid, bool insertDependents, int runner)
     {
-        s.OpState[op] = state;
+        s.Ops[op].State = state;
         if (insertDependents)
         {
             int last = 0;
             foreach (int d in s.Ctx.Program.Dependents[op])
             {
-                if (Interlocked.Decrement(ref s.DepsLeft[d]) != 0) continue;
+                if (Interlocked.Decrement(ref s.Ops[d].DepsLeft) != 0) continue;
                 last = Interlocked.Increment(ref s.Shared.RqLength);
                 Volatile.Write(ref s.Rq[last - 1], d + 1);
             }
             if (last > 0 && _options.Policy != StealPolicy.None) Publish(s, tid, last);
         }
         // Last: the owner may decide, and reuse the slot, once every op has counted itself.
-        Interlocked.Increment(ref s.Shared.Finished);
+        if (runner == s.Worker) s.OwnFinished++;
+        else Interlocked.Increment(ref s.Shared.Finished);
     }
 
     static void Publish(Slot s, long tid, int position) =>
@@ -465,7 +467,7 @@ public sealed class StealDb : ITransactionProtocol
     bool StealBasic(Slot s, int node, int depth, int runner)
     {
         int op = node - s.Worker * TxnContext.MaxOps; // the waiting op, whose row the holder holds
-        int holder = Volatile.Read(ref _holders![s.Ctx.Program.Ops[op].TableId][s.Row[op]]) - 1;
+        int holder = Volatile.Read(ref _holders![s.Ctx.Program.Ops[op].TableId][s.Ops[op].Row]) - 1;
         if (holder < 0) return false;
         var h = _slots[holder];
         long context = Volatile.Read(ref h.Shared.StealContext);
@@ -484,21 +486,33 @@ public sealed class StealDb : ITransactionProtocol
         public readonly int Worker = worker;
         public TxnContext Ctx = null!;
         public SharedWords Shared;
-        /// <summary>opTid: the attempt's tid until claimed, then 0.</summary>
-        public readonly long[] OpTid = new long[TxnContext.MaxOps];
-        public readonly int[] DepsLeft = new int[TxnContext.MaxOps];
+        /// <summary>Per op, one cache line: the owner runs ops from the front of the runnable queue
+        /// while a waiter runs them from the back, and neither should invalidate the other's.</summary>
+        public readonly OpLine[] Ops = new OpLine[TxnContext.MaxOps];
         /// <summary>rq: op index + 1 per position, 0 while a position is reserved but unwritten.</summary>
         public readonly int[] Rq = new int[TxnContext.MaxOps];
-        // Written by the thread that runs the op, read by the owner after Finished counts it.
-        public readonly byte[] OpState = new byte[TxnContext.MaxOps];
-        public readonly byte[] LockState = new byte[TxnContext.MaxOps];
-        public readonly bool[] Wrote = new bool[TxnContext.MaxOps];
-        public readonly int[] Row = new int[TxnContext.MaxOps];
-        public readonly long[] ReadVersion = new long[TxnContext.MaxOps];
-        public readonly long[] InsertKey = new long[TxnContext.MaxOps];
+        /// <summary>Before-images, one region of a whole number of cache lines per op.</summary>
         public readonly byte[] Images = new byte[TxnContext.MaxOps * imageBytes];
+        /// <summary>Ops the owner's own thread finished; the other workers count theirs in <see cref="SharedWords.Finished"/>.</summary>
+        public int OwnFinished;
         /// <summary>Ops this worker executed, and how many of them were other transactions'; only this worker writes them.</summary>
         public long Executed, Stolen;
+    }
+
+    /// <summary>One op's words. Everything but the claim word and the dependency counter is
+    /// written by the thread that runs the op and read by the owner once the op is counted finished.</summary>
+    [StructLayout(LayoutKind.Explicit, Size = 64)]
+    struct OpLine
+    {
+        /// <summary>opTid: the attempt's tid until claimed, then 0.</summary>
+        [FieldOffset(0)] public long Tid;
+        [FieldOffset(8)] public long ReadVersion;
+        [FieldOffset(16)] public long InsertKey;
+        [FieldOffset(24)] public int Row;
+        [FieldOffset(28)] public int DepsLeft;
+        [FieldOffset(32)] public byte State;
+        [FieldOffset(33)] public byte Lock;
+        [FieldOffset(34)] public bool Wrote;
     }
 
     /// <summary>The words every worker touches, a cache line each so that a steal does not
@@ -509,6 +523,7 @@ public sealed class StealDb : ITransactionProtocol
         [FieldOffset(0)] public long StealContext;
         [FieldOffset(64)] public long Running;
         [FieldOffset(128)] public int RqLength;
+        /// <summary>Ops finished by workers other than the owner.</summary>
         [FieldOffset(192)] public int Finished;
         [FieldOffset(256)] public int Doom;
         [FieldOffset(260)] public int Writes;
