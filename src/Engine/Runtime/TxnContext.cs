@@ -18,11 +18,15 @@ public sealed class TxnContext
     public readonly long[] Args = new long[MaxOps * 2];
     public readonly long[] Results = new long[MaxOps];
 
-    /// <summary>Id of the current attempt: unique among all attempts of the run, never 0
-    /// (low 8 bits: worker, high bits: the worker's attempt sequence). A committed
-    /// attempt's id is the version its writes install.</summary>
+    /// <summary>Id of the current attempt: unique among all attempts of the process, never 0
+    /// (low 8 bits: worker, high bits: that worker index's attempt count in this process). A
+    /// committed attempt's id is the version its writes install. The count is per worker
+    /// index, not per context, so a protocol instance that outlives a run (a benchmark's
+    /// invocations, a test's iterations) never sees an id again: StealDB relies on it (a
+    /// context naming an ended attempt must not match a live one).</summary>
     public long TxnId { get; private set; }
-    long _attempts;
+    /// <summary>Attempt counts, one cache line per worker index.</summary>
+    static readonly long[] s_attempts = new long[256 * 8];
     /// <summary>WaitDie's age: taken from a global counter when a transaction first starts
     /// and kept across its retries, so a retried transaction grows older and does not starve.</summary>
     public long Timestamp { get; private set; }
@@ -71,7 +75,9 @@ public sealed class TxnContext
     /// <summary>Starts an attempt of the current transaction with empty access and insert sets.</summary>
     public void BeginAttempt()
     {
-        TxnId = (++_attempts << 8) | (uint)Worker;
+        long attempt = Interlocked.Increment(ref s_attempts[Worker * 8]);
+        Debug.Assert(attempt < 1L << 41, "attempt ids past 2^41: StealDB's steal context holds 49-bit tids");
+        TxnId = (attempt << 8) | (uint)Worker;
         AccessCount = 0;
         InsertCount = 0;
         BufferUsed = 0;
