@@ -68,11 +68,13 @@ public static class Runner
         ["date"] = DateTime.UtcNow.ToString("yyyy-MM-ddTHH:mm:ssZ", CultureInfo.InvariantCulture),
     };
 
+    /// <summary>The checkout's commit, with "-dirty" when it has local changes: then the
+    /// binary that produced a result need not be that commit's code.</summary>
     static string GitCommit()
     {
         try
         {
-            using var git = Process.Start(new ProcessStartInfo("git", "rev-parse --short HEAD")
+            using var git = Process.Start(new ProcessStartInfo("git", "describe --always --dirty --abbrev=7")
             { RedirectStandardOutput = true, RedirectStandardError = true, WorkingDirectory = AppContext.BaseDirectory })!;
             string output = git.StandardOutput.ReadToEnd().Trim();
             git.WaitForExit();

@@ -23,7 +23,7 @@ public static class StealDbStudy
         int orders = options.Small ? 100_000 : 2_000_000;
         return
         [
-            new("micro", $"StealDB micro-benchmark: {tables} tables x {rows:N0} records, {tables} increments per transaction, {options.Threads} workers",
+            new("micro", $"StealDB micro-benchmark: {tables} tables x {rows:N0} records, {tables} increments, {options.Threads} workers",
                 "records of the first table in use (contention falls to the right)",
                 hots.Select(h => (h == 0 ? $"all {rows:N0}" : h.ToString(CultureInfo.InvariantCulture),
                                   (Func<IWorkload>)(() => new StealDbMicro(tables, rows, tables, h)))).ToList(), Protocols),

@@ -99,10 +99,10 @@ public static class Study
             plot.Axes.SetLimitsY(0, Math.Max(1, points.Max(value)) * 1.1);
             plot.XLabel(figure.XLabel);
             plot.YLabel(label);
-            plot.Title($"{figure.Title}\n{subtitle}");
-            plot.ShowLegend(ScottPlot.Alignment.UpperLeft);
+            plot.Title($"{figure.Title}\n{subtitle}", size: 13);
+            plot.ShowLegend(ScottPlot.Edge.Right); // outside the data: the hottest points sit where a corner legend would
             string temp = Path.Combine(directory, $".{figure.Name}-{suffix}.png.tmp");
-            plot.SavePng(temp, 900, 560);
+            plot.SavePng(temp, 1100, 600);
             File.Move(temp, Path.Combine(directory, $"{figure.Name}-{suffix}.png"), overwrite: true);
         }
     }
