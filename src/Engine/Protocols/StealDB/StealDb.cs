@@ -408,6 +408,9 @@ public sealed class StealDb : ITransactionProtocol
         var wait = new SpinWait();
         for (int idle = 0; ;)
         {
+            // WaiterProceed's first exit only. Its second, "the predecessor no longer runs",
+            // is left out: the predecessor's last release hands this node the lock anyway,
+            // and an MCS node learns of that from its flag alone (fewer behaviours than Spec).
             if (_lock.CheckAcquired(node)) return true;
             bool stole = depth < _options.MaxNesting && _options.Policy switch
             {
