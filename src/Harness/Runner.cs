@@ -123,11 +123,12 @@ public static class Runner
         Atomic(prefix + ".json", json);
     }
 
-    static string Inv(IFormattable v) => v.ToString(null, CultureInfo.InvariantCulture);
+    // Shared with the studies' result files.
+    internal static string Inv(IFormattable v) => v.ToString(null, CultureInfo.InvariantCulture);
 
-    static string Quote(string s) => s.IndexOfAny([',', '"', '\n']) >= 0 ? $"\"{s.Replace("\"", "\"\"")}\"" : s;
+    internal static string Quote(string s) => s.IndexOfAny([',', '"', '\n']) >= 0 ? $"\"{s.Replace("\"", "\"\"")}\"" : s;
 
-    static void Atomic(string path, string content)
+    internal static void Atomic(string path, string content)
     {
         string temp = path + ".tmp";
         File.WriteAllText(temp, content);

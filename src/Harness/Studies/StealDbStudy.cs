@@ -59,7 +59,7 @@ public static class StealDbStudy
             summary.Append(Table(figure, points));
         }
         summary.Append(Verdict(all));
-        Study.Atomic(Path.Combine(dir, "summary.md"), summary.ToString());
+        Runner.Atomic(Path.Combine(dir, "summary.md"), summary.ToString());
         log.WriteLine();
         log.Write(summary.ToString());
         log.WriteLine($"written: {dir}/summary.md, micro.csv, neworder.csv and a throughput and an abort-rate PNG per figure");

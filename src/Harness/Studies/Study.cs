@@ -72,12 +72,12 @@ public static class Study
         {
             csv.AppendLine(string.Join(",", new[]
             {
-                r.Figure, r.Point, r.Protocol, Inv(r.Repeat + 1), Inv(r.Row.Threads), Inv(r.Row.Seconds), Inv(r.Row.Commits), Inv(r.Row.Throughput),
-                Inv(r.Row.AbortRate), r.Row.StolenShare is { } stolen ? Inv(stolen) : "", Inv(r.Row.P50Micros), Inv(r.Row.P99Micros),
+                r.Figure, r.Point, r.Protocol, Runner.Inv(r.Repeat + 1), Runner.Inv(r.Row.Threads), Runner.Inv(r.Row.Seconds), Runner.Inv(r.Row.Commits), Runner.Inv(r.Row.Throughput),
+                Runner.Inv(r.Row.AbortRate), r.Row.StolenShare is { } stolen ? Runner.Inv(stolen) : "", Runner.Inv(r.Row.P50Micros), Runner.Inv(r.Row.P99Micros),
                 r.Row.Config, metadata["command"], metadata["commit"], metadata["machine"], metadata["date"],
-            }.Select(Quote)));
+            }.Select(Runner.Quote)));
         }
-        Atomic(path, csv.ToString());
+        Runner.Atomic(path, csv.ToString());
     }
 
     /// <summary>Two PNGs per figure: median throughput and median abort rate against the x points.</summary>
@@ -105,17 +105,6 @@ public static class Study
             plot.SavePng(temp, 1100, 600);
             File.Move(temp, Path.Combine(directory, $"{figure.Name}-{suffix}.png"), overwrite: true);
         }
-    }
-
-    public static string Inv(IFormattable v) => v.ToString(null, CultureInfo.InvariantCulture);
-
-    static string Quote(string s) => s.IndexOfAny([',', '"', '\n']) >= 0 ? $"\"{s.Replace("\"", "\"\"")}\"" : s;
-
-    public static void Atomic(string path, string content)
-    {
-        string temp = path + ".tmp";
-        File.WriteAllText(temp, content);
-        File.Move(temp, path, overwrite: true);
     }
 
     /// <summary>Creates the output directory (and parents) or says why it cannot, before any run.</summary>

@@ -58,7 +58,6 @@ public sealed record StealDbOptions(StealPolicy Policy = StealPolicy.Queue, int 
 public sealed class StealDb : ITransactionProtocol
 {
     const byte NotLocked = 0, Held = 1, Abandoned = 2;
-    const byte Pending = 0, Done = 1, Failed = 2, Skipped = 3;
     const int PositionShift = 8, TidShift = 15;
 
     readonly Database _db;
@@ -151,7 +150,6 @@ public sealed class StealDb : ITransactionProtocol
         s.Ctx = ctx;
         for (int i = 0; i < n; i++)
         {
-            s.Ops[i].State = Pending;
             s.Ops[i].Lock = NotLocked;
             s.Ops[i].Wrote = false;
             Volatile.Write(ref s.Ops[i].DepsLeft, program.DependencyCount[i]);
@@ -177,7 +175,7 @@ public sealed class StealDb : ITransactionProtocol
         for (int i = 0; i < n; i++)
         {
             if (Volatile.Read(ref s.Ops[i].Tid) == tid && Interlocked.CompareExchange(ref s.Ops[i].Tid, 0, tid) == tid)
-                Finish(s, i, Skipped, tid, insertDependents: false, s.Worker);
+                Finish(s, i, tid, insertDependents: false, s.Worker);
         }
     }
 
@@ -289,7 +287,7 @@ public sealed class StealDb : ITransactionProtocol
         // RunOpTryLock, doomed branch: a doomed transaction's op is skipped, not locked.
         if (Volatile.Read(ref s.Shared.Doom) != 0)
         {
-            Finish(s, op, Skipped, tid, insertDependents: false, runner);
+            Finish(s, op, tid, insertDependents: false, runner);
             return;
         }
         var ctx = s.Ctx;
@@ -301,7 +299,7 @@ public sealed class StealDb : ITransactionProtocol
             // Inserts lock nothing (no row exists yet); the owner applies them at commit.
             s.Ops[op].InsertKey = key;
             Audit?.Executed(tid, op);
-            Finish(s, op, Done, tid, insertDependents: true, runner);
+            Finish(s, op, tid, insertDependents: true, runner);
             return;
         }
         var table = _db[o.TableId];
@@ -309,7 +307,7 @@ public sealed class StealDb : ITransactionProtocol
         if (row < 0)
         {
             Doom(s, AbortReason.User);
-            Finish(s, op, Failed, tid, insertDependents: true, runner);
+            Finish(s, op, tid, insertDependents: true, runner);
             return;
         }
         s.Ops[op].Row = row;
@@ -322,7 +320,7 @@ public sealed class StealDb : ITransactionProtocol
             // WaiterTimeout (C2): the node stays queued; the owner releases it at the head.
             s.Ops[op].Lock = Abandoned;
             Doom(s, AbortReason.WaitTimeout);
-            Finish(s, op, Failed, tid, insertDependents: false, runner);
+            Finish(s, op, tid, insertDependents: false, runner);
             return;
         }
         s.Ops[op].Lock = Held;
@@ -352,11 +350,11 @@ public sealed class StealDb : ITransactionProtocol
         if (result == TxnProgram.UserAbort)
         {
             Doom(s, AbortReason.User);
-            Finish(s, op, Failed, tid, insertDependents: true, runner);
+            Finish(s, op, tid, insertDependents: true, runner);
             return;
         }
         ctx.Results[op] = result;
-        Finish(s, op, Done, tid, insertDependents: true, runner);
+        Finish(s, op, tid, insertDependents: true, runner);
     }
 
     bool Claim(Slot s, int op, long tid)
@@ -374,10 +372,10 @@ public sealed class StealDb : ITransactionProtocol
     static void Doom(Slot s, AbortReason reason) => Interlocked.CompareExchange(ref s.Shared.Doom, (int)reason, 0);
 
     /// <summary>The end of ExecuteOp (decision 1 of proofs/StealDB.md): the finishing thread
-    /// inserts the ops it made runnable and publishes <c>&lt;tid, last position&gt;</c>.</summary>
-    void Finish(Slot s, int op, byte state, long tid, bool insertDependents, int runner)
+    /// inserts the ops it made runnable and publishes <c>&lt;tid, last position&gt;</c>. An op's
+    /// outcome needs no word of its own: a failing op has already doomed the transaction.</summary>
+    void Finish(Slot s, int op, long tid, bool insertDependents, int runner)
     {
-        s.Ops[op].State = state;
         if (insertDependents)
         {
             int last = 0;
@@ -513,9 +511,8 @@ public sealed class StealDb : ITransactionProtocol
         [FieldOffset(16)] public long InsertKey;
         [FieldOffset(24)] public int Row;
         [FieldOffset(28)] public int DepsLeft;
-        [FieldOffset(32)] public byte State;
-        [FieldOffset(33)] public byte Lock;
-        [FieldOffset(34)] public bool Wrote;
+        [FieldOffset(32)] public byte Lock;
+        [FieldOffset(33)] public bool Wrote;
     }
 
     /// <summary>The words every worker touches, a cache line each so that a steal does not
