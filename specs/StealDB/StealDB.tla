@@ -7,7 +7,7 @@
 (* that lock's queue and runs one of the lock holder's runnable ops, and  *)
 (* hands the rest of the context down the chain of waiters.               *)
 (*                                                                         *)
-(* Two protocols live here, sharing every step but three:                   *)
+(* Two protocols live here, sharing every step but four:                  *)
 (*   PaperSpec  the paper's Algorithms 1-4 as written.                    *)
 (*   Spec       the corrected protocol the engine implements.             *)
 (* What TLC found about PaperSpec, and why each change was made, is in    *)
@@ -21,6 +21,9 @@
 (*       on a lock-wait threshold; its algorithms show neither.           *)
 (*   C3  A waiter may take back the context it handed down itself        *)
 (*       (WaiterStealBack), so a chain of one waiter keeps stealing.       *)
+(*   and OwnerCloseOp, a step the engine needs and the paper does not:    *)
+(*       the owner of a doomed transaction skips the ops nobody claimed   *)
+(*       before it decides, because the engine reuses their words.        *)
 (*                                                                         *)
 (* The steal policy is a constant, so the paper's baselines are the same  *)
 (* spec: "queue" (StealDB), "basic" (every waiter steals from the lock    *)
@@ -174,6 +177,21 @@ OwnerRunNext(w) ==
     /\ stack' = [stack EXCEPT ![w] = <<NewFrame(<<w, rq[w][cursor[w]]>>)>>]
     /\ cursor' = [cursor EXCEPT ![w] = @ + 1]
     /\ UNCHANGED <<opTid, opStatus, rq, stealCtx, lockQ, phase, store, reads, execCount, released, gen>>
+
+\* Not in the paper: the owner of a doomed transaction closes each op nobody
+\* has claimed, by running it itself; the claim succeeds and the doomed branch
+\* of RunOpTryLock skips it.  The engine reuses a transaction's op words for
+\* the worker's next transaction, so it must know, before it decides, that no
+\* thread can still claim one (a claim compares the whole tid, but the
+\* claimer would then count itself in the words of the next transaction).
+OwnerCloseOp(w, i) ==
+    /\ phase[w] = "run" /\ ~Busy(w)
+    /\ cursor[w] > Len(rq[w])
+    /\ Doomed(w)
+    /\ opTid[<<w, i>>] = w
+    /\ \A j \in 1..(i - 1) : opTid[<<w, j>>] # w      \* in index order, as the engine scans
+    /\ stack' = [stack EXCEPT ![w] = <<NewFrame(<<w, i>>)>>]
+    /\ UNCHANGED <<opTid, opStatus, rq, cursor, stealCtx, lockQ, phase, store, reads, execCount, released, gen>>
 
 \* Lines 5-12: wait for every op to finish (only for ops in flight once the
 \* transaction is doomed), then commit, installing the buffered writes, or abort.
@@ -379,6 +397,7 @@ CommonStep(w) ==
 
 PaperStep(w) == CommonStep(w) \/ PaperStealRead(w) \/ PaperStealClear(w)
 WorkerStep(w) == CommonStep(w) \/ StealTake(w) \/ WaiterStealBack(w) \/ WaiterTimeout(w)
+                 \/ \E i \in Ops(w) : OwnerCloseOp(w, i)
 
 PaperNext == (\E w \in Txn : PaperStep(w)) \/ Done
 Next == (\E w \in Txn : WorkerStep(w)) \/ Done
@@ -407,7 +426,7 @@ Uses(t, r) ==
     \/ \E x \in Frames : FrameAt(x).pc = "exec" /\ Owner(FrameAt(x).op) = t /\ RecOf(FrameAt(x).op) = r
     \/ \E i \in Ops(t) : Prog[t][i].rec = r /\ execCount[<<t, i>>] > 0 /\ InQueue(t, lockQ[r])
 MutualExclusionInv ==
-    \A r \in Rec : \A t1, t2 \in Txn : t1 # t2 => ~(Uses(t1, r) /\ Uses(t2, r))
+    \A r \in Rec : Cardinality({t \in Txn : Uses(t, r)}) <= 1    \* Uses once per transaction, not per pair
 
 \* Each steal context a stealer takes was taken by no other stealer: a
 \* context is handed down the chain, never copied.
@@ -465,6 +484,8 @@ CommitReachable == ~\E t \in Txn : phase[t] = "committed"
 AbortReachable == ~\E t \in Txn : phase[t] = "aborted"
 \* A worker runs another transaction's op (a stolen op reaches its execute step).
 StealReachable == ~\E w \in Txn : \E k \in 1..Len(stack[w]) : Owner(stack[w][k].op) # w /\ stack[w][k].pc = "exec"
+\* The owner closes an op nobody claimed (OwnerCloseOp): it is skipped, never inserted.
+CloseReachable == ~\E o \in OpId : opStatus[o] = "aborted" /\ \A k \in 1..Len(rq[Owner(o)]) : rq[Owner(o)][k] # o[2]
 \* A waiter takes back the context it handed down (WaiterStealBack).
 StealBackReachable == ~\E w \in Txn : \E k \in 1..Len(stack[w]) :
                           stack[w][k].hand # Bot /\ stack[w][k].hand.from = Owner(stack[w][k].op)

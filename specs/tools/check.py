@@ -110,7 +110,7 @@ def load_manifest(path: Path = MANIFEST) -> list[Model]:
         seen.add(name)
         if not EXPECT_RE.match(entry["expect"]):
             raise UsageError(f'{where}: expect is "{entry["expect"]}", must be "pass" or "violates <PropertyName>"')
-        spec, cfg = SPECS / entry["spec"], SPECS / entry["cfg"]
+        spec, cfg = path.parent / entry["spec"], path.parent / entry["cfg"]
         for label, p, suffix in (("spec", spec, ".tla"), ("cfg", cfg, ".cfg")):
             if p.suffix != suffix:
                 raise UsageError(f"{where}: {label} {entry[label]} does not end in {suffix}")
@@ -321,7 +321,7 @@ def select(models: list[Model], names: list[str], include_manual: bool) -> list[
         else:
             hits = [m for m in models if m.name == name]
         if not hits:
-            raise UsageError(f"{MANIFEST}: no model matches {name!r} (see specs/check --list --all)")
+            raise UsageError(f"no model matches {name!r} (see specs/check --list --all)")
         chosen += [m for m in hits if m not in chosen]
     return chosen
 
@@ -339,13 +339,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--record", action="store_true", help="write observed counts and times into the manifest")
     ap.add_argument("--workers", default="auto", help="TLC worker threads (default: auto)")
     ap.add_argument("--timeout", type=float, default=None, help="seconds allowed per model")
+    ap.add_argument("--manifest", type=Path, default=MANIFEST,
+                    help="the manifest to read (default: specs/models.json); spec and cfg paths are relative to it")
     ap.add_argument("--reachability-only", action="store_true",
                     help="run only the derived reachability models (<model>:<invariant>) of the models chosen")
     args = ap.parse_args(argv)
     human = sys.stderr if args.json else sys.stdout
 
     try:
-        models = load_manifest()
+        models = load_manifest(args.manifest)
         chosen = with_reachability(select(models, args.models, args.all))
         if args.reachability_only:
             chosen = [m for m in chosen if m.only_invariant]
@@ -384,8 +386,8 @@ def main(argv: list[str]) -> int:
               f"{fmt(r.distinct):>12} {fmt(r.depth):>6} {r.seconds:>8.1f}", file=human)
     print(f"total TLC time {total:.1f}s", file=human)
     if args.record:
-        record(results, args.workers)
-        print(f"recorded observed figures in {MANIFEST}", file=human)
+        record(results, args.workers, args.manifest)
+        print(f"recorded observed figures in {args.manifest}", file=human)
     print(f"{passed} passed, {failed} failed", file=human)
     return 0 if failed == 0 and results else 1
 

@@ -119,6 +119,16 @@ class ManifestTest(unittest.TestCase):
         self.assertEqual([m.name for m in models], ["PModel"])
         self.assertTrue(models[0].deadlock)
 
+    def test_paths_are_relative_to_the_manifest(self):
+        # a generated manifest (trace validation) lives elsewhere and may name files absolutely
+        elsewhere = Workspace()
+        self.addCleanup(elsewhere.dir.cleanup)
+        elsewhere.cfg("PModel", "SPECIFICATION Spec\n")
+        models = check.load_manifest(elsewhere.manifest([self.good]))
+        self.assertEqual(models[0].spec, elsewhere.root / "P" / "MCP.tla")
+        absolute = dict(self.good, spec=str(elsewhere.root / "P" / "MCP.tla"), cfg=str(elsewhere.root / "P" / "PModel.cfg"))
+        self.assertEqual(check.load_manifest(self.ws.manifest([absolute]))[0].cfg, elsewhere.root / "P" / "PModel.cfg")
+
     def test_bad_expect(self):
         msg = self.load_error([dict(self.good, expect="fails")])
         self.assertIn('expect is "fails"', msg)
