@@ -3,7 +3,7 @@
 // restore as a dotnet tool from this project's NuGet copy (docs/toolchain.md); this needs only
 // the .NET SDK the project already requires.
 //
-// Verbs: build, test, specs, models, coyote, bench, run, study, demo. `test` runs every suite
+// Verbs: build, test, specs, models, coyote, traces, bench, run, study, demo. `test` runs every suite
 // and ends with one line "N passed, N failed" over all of them.
 using System.Diagnostics;
 using System.Text.RegularExpressions;
@@ -34,6 +34,7 @@ return verb switch
     "specs" => Run("specs/check", rest).Code,
     "models" => Models(rest).Code,
     "coyote" => Chain(Build, () => Coyote(rest).Code),
+    "traces" => Chain(Build, () => Traces(rest).Code),
     "bench" => Run("dotnet", ["run", "-c", "Release", "--project", "bench/Contend.Benchmarks", "--", .. rest]).Code,
     "run" => Chain(Build, () => Run("dotnet", [contend, "run", .. rest]).Code),
     "demo" => Chain(Build, () => Run("dotnet", [contend, "demo", .. rest]).Code),
@@ -45,10 +46,11 @@ int Help()
 {
     Console.Error.WriteLine("usage: dotnet run build/Build.cs -- <verb> [args]\n" +
         "  build            build the solution (Release)\n" +
-        "  test             every test: unit and stress, Coyote, P models, the runner's tests and the TLC models\n" +
+        "  test             every test: unit and stress, Coyote, P models, the runner's tests, the TLC models, trace validation\n" +
         "  specs [models]   model-check the TLA+ specs (specs/check)\n" +
         "  models [filter]  check the P models (models/check)\n" +
         "  coyote [filter]  the Coyote systematic tests\n" +
+        "  traces [--runs N] StealDB trace validation: record engine runs, check them against the spec with TLC\n" +
         "  bench [args]     BenchmarkDotNet benchmarks\n" +
         "  run [args]       contend run (see: run --help)\n" +
         "  study <name>     a paper's throughput study: stealdb (study --help lists its options)\n" +
@@ -66,6 +68,19 @@ int Chain(Func<int> first, Func<int> then)
 
 (int Code, string Output) Coyote(string[] filter) =>
     Run("dotnet", [coyote, .. filter], ("DOTNET_ROLL_FORWARD", "Major"));
+
+// Trace validation: the Coyote build records StealDB runs as TLA+ modules into .cache/traces,
+// then specs/check checks each against specs/StealDB/StealDBTrace.tla. A recording that fails
+// (no seed shows what a case is about) fails the suite.
+// `traces --runs N` (by hand) also records every workload on seeds 1..N.
+(int Code, string Output) Traces(string[] options)
+{
+    string dir = Path.Combine(root, ".cache", "traces");
+    if (Directory.Exists(dir)) Directory.Delete(dir, recursive: true);
+    var record = Run("dotnet", [coyote, "traces", "--out", dir, .. options], ("DOTNET_ROLL_FORWARD", "Major"));
+    if (record.Code != 0) return (record.Code, record.Output + "\n0 passed, 1 failed\n");
+    return Run("specs/check", ["--manifest", Path.Combine(dir, "manifest.json")]);
+}
 
 // P models: models/check compiles each project and runs every test case of models/models.json.
 (int Code, string Output) Models(string[] filter) => Run("models/check", filter);
@@ -91,6 +106,7 @@ int Test()
     var runner = Run("python3", ["-m", "unittest", "discover", "-s", "specs/tools", "-p", "test_*.py"]);
     suites.Add(("specs runner (unittest)", RanTests(runner.Output) - (runner.Code == 0 ? 0 : 1), runner.Code == 0 ? 0 : 1, runner.Code));
     Suite("TLC models (specs/check)", Run("specs/check", []), closingLine, failedFirst: false);
+    Suite("StealDB traces (TLC)", Traces([]), closingLine, failedFirst: false);
 
     Console.WriteLine();
     Console.WriteLine($"{"suite",-28} {"passed",7} {"failed",7}");

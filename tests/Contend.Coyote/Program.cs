@@ -3,6 +3,20 @@ using Contend.Coyote;
 
 // Contend.Coyote [--iterations N] [--seed S] [name-filter ...]
 // Runs every systematic test of the (rewritten) engine; ends with "N passed, N failed".
+// Contend.Coyote traces --out DIR [--runs N]
+// Records StealDB's runs for trace validation into DIR, with a manifest for specs/check;
+// --runs N also records every workload on seeds 1..N (manual runs).
+if (args.Length > 0 && args[0] == "traces")
+{
+    int runs = 0;
+    if (!(args.Length is 3 or 5 && args[1] == "--out" && (args.Length == 3 || args[3] == "--runs" && int.TryParse(args[4], out runs) && runs > 0)))
+    {
+        Console.Error.WriteLine("Contend.Coyote: usage: traces --out DIR [--runs N], N positive");
+        return 2;
+    }
+    return Contend.Coyote.StealDB.StealDbTraces.Write(args[2], Console.Out, runs) == 0 ? 0 : 1;
+}
+
 int iterations = 10_000;
 ulong seed = 1; // Coyote takes a 32-bit seed
 var filters = new List<string>();

@@ -30,16 +30,16 @@ public static class StealDbTests
     const uint Steps = 20_000;
 
     /// <summary>One op: the row it increments and the ops (by index) it depends on.</summary>
-    sealed record OpSpec(int Row, params int[] Deps);
+    internal sealed record OpSpec(int Row, params int[] Deps);
     /// <summary>One transaction: its ops, and whether its last op aborts by the program's logic.</summary>
-    sealed record TxnSpec(OpSpec[] Ops, bool UserAbort = false);
+    internal sealed record TxnSpec(OpSpec[] Ops, bool UserAbort = false);
 
     const int A = 0, B = 1, C = 2, Hot = 0;
     static int Private(int txn, int k) => 10 + 4 * txn + k;
 
     /// <summary>HotProg: every transaction increments the hot row, then two private rows that
     /// depend on it (the work waiters steal); the third's last op aborts.</summary>
-    static readonly TxnSpec[] HotWorkload =
+    internal static readonly TxnSpec[] HotWorkload =
     [
         new([new(Hot), new(Private(0, 1), 0), new(Private(0, 2), 0)]),
         new([new(Hot), new(Private(1, 1), 0), new(Private(1, 2), 0)]),
@@ -47,14 +47,14 @@ public static class StealDbTests
     ];
 
     /// <summary>OppositeProg: the textbook deadlock, with a private op each to steal.</summary>
-    static readonly TxnSpec[] OppositeWorkload =
+    internal static readonly TxnSpec[] OppositeWorkload =
     [
         new([new(A), new(B, 0), new(Private(0, 1), 0)]),
         new([new(B), new(A, 0), new(Private(1, 1), 0)]),
     ];
 
     /// <summary>LockOrderProg: sorted lock order that stealing breaks (StealDBPaperLockOrder).</summary>
-    static readonly TxnSpec[] LockOrderWorkload =
+    internal static readonly TxnSpec[] LockOrderWorkload =
     [
         new([new(A), new(B, 0), new(C, 0)]),
         new([new(A), new(Private(1, 1), 0)]),
@@ -64,7 +64,7 @@ public static class StealDbTests
     /// <summary>Two waiters on two records share one predecessor's word (StealDBPaperTwoHot).
     /// Unlike TwoHotProg, T1 locks both records first (both are roots), and the waiters touch a
     /// private record before theirs, so both are usually queued behind T1 when it publishes.</summary>
-    static readonly TxnSpec[] TwoHotWorkload =
+    internal static readonly TxnSpec[] TwoHotWorkload =
     [
         new([new(A), new(B), new(Private(0, 1), 0, 1), new(Private(0, 2), 0, 1)]),
         new([new(Private(1, 1)), new(A, 0)]),
@@ -93,11 +93,20 @@ public static class StealDbTests
             CaughtBy: CoyoteSuite.StepsBound, MaxSteps: Steps),
     ];
 
-    static async Task Run(TxnSpec[] workload, StealPolicy policy, Mutants mutants)
+    /// <summary>Runs the workload, one transaction per worker, retrying aborts. With a trace, every
+    /// step is recorded into it (<paramref name="rowKeys"/> then maps each row's history key to
+    /// the workload's row number); with checks off, nothing is asserted (a twin's trace is
+    /// recorded for trace validation to judge).</summary>
+    internal static async Task Run(TxnSpec[] workload, StealPolicy policy, Mutants mutants,
+                                   StealDbTrace? trace = null, Dictionary<long, int>? rowKeys = null, bool checks = true)
     {
         using var db = new Database();
         var table = db.Create("rec", sizeof(long), 32);
-        for (int key = 0; key < 32; key++) table.Load(key);
+        for (int key = 0; key < 32; key++)
+        {
+            int row = table.Load(key);
+            rowKeys?.Add(HistoryRecorder.RowKey(table.Id, row), key);
+        }
         var programs = workload.Select((t, i) => Build(db, $"t{i}", t)).ToArray();
 
         int workers = workload.Length;
@@ -105,9 +114,11 @@ public static class StealDbTests
         var protocol = new StealDb(new ProtocolSetup(db, workers, mutants),
                                    new StealDbOptions(policy, WaitThreshold: Threshold), "StealDB")
         {
-            Audit = new StealDbAudit(message => Specification.Assert(false, message)),
+            Audit = checks ? new StealDbAudit(message => Specification.Assert(false, message)) : null,
+            Trace = trace,
         };
         var outcomes = new Outcome[workers];
+        var reasons = new AbortReason[workers];
         var timestamps = new long[1];
 
         Task Start(int worker) => Task.Run(() =>
@@ -120,20 +131,21 @@ public static class StealDbTests
             ulong rng = Rng.Seed(11, worker);
             for (int retries = 0; ; retries++)
             {
-                outcomes[worker] = protocol.Run(ctx, out _);
+                outcomes[worker] = protocol.Run(ctx, out reasons[worker]);
                 if (outcomes[worker] != Outcome.Aborted) break;
                 Spin.Backoff(retries, ref rng);
             }
         });
 
         await Task.WhenAll(Enumerable.Range(0, workers).Select(Start));
+        if (!checks) return;
 
         var report = SerializabilityChecker.Check(recorder.Collect());
         Specification.Assert(report.Serializable,
             $"history not serializable: {report.Anomalies.FirstOrDefault()?.Kind} {report.Anomalies.FirstOrDefault()?.Description}");
         for (int i = 0; i < workers; i++)
             Specification.Assert(outcomes[i] == (workload[i].UserAbort ? Outcome.UserAborted : Outcome.Committed),
-                $"transaction t{i} ended {outcomes[i]}");
+                $"transaction t{i} ended {outcomes[i]} ({reasons[i]})");
         for (int key = 0; key < 32; key++)
         {
             long expected = workload.Where((t, i) => outcomes[i] == Outcome.Committed && t.Ops.Any(o => o.Row == key)).Count();

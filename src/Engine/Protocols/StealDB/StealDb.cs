@@ -73,6 +73,10 @@ public sealed class StealDb : ITransactionProtocol
     /// spec's invariants. Null in production: one predictable branch per event.</summary>
     public StealDbAudit? Audit { get; set; }
 
+    /// <summary>Test hook: when set, every step is recorded as the spec action it implements,
+    /// for trace validation against the spec (<see cref="StealDbTrace"/>). Null in production.</summary>
+    public StealDbTrace? Trace { get; set; }
+
     public string Name { get; }
 
     public StealDb(ProtocolSetup setup, StealDbOptions options, string name)
@@ -119,26 +123,37 @@ public sealed class StealDb : ITransactionProtocol
         int n = program.Ops.Length;
         for (int cursor = 0; ;)
         {
-            // OwnerRunNext: Alg. 1 lines 1-2, the next op of the runnable queue.
-            if (cursor < Volatile.Read(ref s.Shared.RqLength))
+            int entry = NextRunnable(s, cursor, tid);
+            if (entry > 0)
             {
-                int entry;
-                var wait = new SpinWait();
-                // A finisher reserves a position, then writes it: wait out that one step.
-                while ((entry = Volatile.Read(ref s.Rq[cursor])) == 0) Spin.Once(ref wait);
                 cursor++;
                 RunOp(s, entry - 1, tid, 0, s.Worker);
                 continue;
             }
-            if (s.OwnFinished + Volatile.Read(ref s.Shared.Finished) == n) break;
-            // A doomed transaction's ops that nobody has claimed are claimed here, by the owner,
-            // and skipped (RunOpClaim then RunOpTryLock's doomed branch). The spec lets them
-            // be claimed later; the engine must close them before the slot is reused.
-            if (Volatile.Read(ref s.Shared.Doom) != 0) CloseUnclaimed(s, tid);
+            if (entry == 0)
+            {
+                if (s.OwnFinished + Volatile.Read(ref s.Shared.Finished) == n) break;
+                // OwnerCloseOp: the doomed transaction's ops nobody has claimed are claimed
+                // here and skipped, before the slot is reused.
+                if (Volatile.Read(ref s.Shared.Doom) != 0) CloseUnclaimed(s, tid, cursor);
+            }
             var idle = new SpinWait();
             Spin.Once(ref idle);
         }
         return Decide(s, ctx, out reason);
+    }
+
+    /// <summary>OwnerRunNext: Alg. 1 lines 1-2. The op at the cursor's position of the runnable
+    /// queue, + 1; 0 when the queue holds no more; -1 while a finisher has reserved the position
+    /// and not yet written it (one step to wait out).</summary>
+    int NextRunnable(Slot s, int cursor, long tid)
+    {
+        using var step = new TracedStep(Trace);
+        if (cursor >= Volatile.Read(ref s.Shared.RqLength)) return 0;
+        int entry = Volatile.Read(ref s.Rq[cursor]);
+        if (entry == 0) return -1;
+        Trace?.Add(new(StealDbAction.OwnerRunNext, tid, tid, entry - 1));
+        return entry;
     }
 
     void Begin(Slot s, TxnContext ctx)
@@ -169,21 +184,40 @@ public sealed class StealDb : ITransactionProtocol
         Volatile.Write(ref s.Shared.Running, ctx.TxnId);
     }
 
-    void CloseUnclaimed(Slot s, long tid)
+    /// <summary>OwnerCloseOp, then RunOpClaim and RunOpTryLock's doomed branch, per op nobody
+    /// claimed. Stops when a finisher has inserted ops meanwhile: the owner runs (and skips) those
+    /// from the runnable queue first, as OwnerCloseOp waits for the cursor to pass its end.</summary>
+    void CloseUnclaimed(Slot s, long tid, int cursor)
     {
         int n = s.Ctx.Program.Ops.Length;
         for (int i = 0; i < n; i++)
         {
-            if (Volatile.Read(ref s.Ops[i].Tid) == tid && Interlocked.CompareExchange(ref s.Ops[i].Tid, 0, tid) == tid)
-                Finish(s, i, tid, insertDependents: false, s.Worker);
+            using var step = new TracedStep(Trace);
+            if (cursor < Volatile.Read(ref s.Shared.RqLength)) return;
+            if (Volatile.Read(ref s.Ops[i].Tid) != tid || Interlocked.CompareExchange(ref s.Ops[i].Tid, 0, tid) != tid) continue;
+            Finish(s, i, tid, insertDependents: false, s.Worker);
+            Trace?.Add(new(StealDbAction.OwnerCloseOp, tid, tid, i));
+            Trace?.Add(new(StealDbAction.RunOpClaim, tid, tid, i, Ok: true));
+            Trace?.Add(new(StealDbAction.RunOpSkip, tid, tid, i));
         }
     }
 
     /// <summary>OwnerDecide, OwnerRelease and OwnerFinish: Alg. 1 lines 5-14.</summary>
     Outcome Decide(Slot s, TxnContext ctx, out AbortReason reason)
     {
+        bool committed = Install(s, ctx, out reason);
+        Release(s, ctx.TxnId);
+        return committed ? Outcome.Committed
+            : reason is AbortReason.User or AbortReason.TableFull ? Outcome.UserAborted : Outcome.Aborted;
+    }
+
+    /// <summary>OwnerDecide: commit, installing the versions of the rows written in place, or
+    /// abort, restoring their before-images. True when committed.</summary>
+    bool Install(Slot s, TxnContext ctx, out AbortReason reason)
+    {
         var program = ctx.Program;
         int n = program.Ops.Length;
+        using var step = new TracedStep(Trace);
         reason = (AbortReason)Volatile.Read(ref s.Shared.Doom);
         if (reason == AbortReason.None)
         {
@@ -206,8 +240,8 @@ public sealed class StealDb : ITransactionProtocol
                     history?.Add(new Access(HistoryRecorder.RowKey(table.Id, s.Ops[i].Row), s.Ops[i].ReadVersion, s.Ops[i].Wrote));
                 }
                 if (history is not null) ctx.Recorder!.Commit(ctx, history);
-                Release(s, ctx.TxnId);
-                return Outcome.Committed;
+                Trace?.Add(new(StealDbAction.OwnerDecide, ctx.TxnId, Ok: true));
+                return true;
             }
             reason = AbortReason.TableFull;
         }
@@ -219,8 +253,8 @@ public sealed class StealDb : ITransactionProtocol
                 s.Images.AsSpan(i * _imageBytes, table.PayloadSize).CopyTo(table.Payload(s.Ops[i].Row));
             }
         }
-        Release(s, ctx.TxnId);
-        return reason is AbortReason.User or AbortReason.TableFull ? Outcome.UserAborted : Outcome.Aborted;
+        Trace?.Add(new(StealDbAction.OwnerDecide, ctx.TxnId, Ok: false));
+        return false;
     }
 
     /// <summary>OwnerRelease: unlock every held node, then each abandoned node as it reaches the
@@ -243,8 +277,7 @@ public sealed class StealDb : ITransactionProtocol
                 {
                     // Mutant (MutantTimeoutCancelsContext): the abandoned node leaves at once,
                     // handing the lock to its successor while the holder ahead still holds it.
-                    _lock.Unlock(ref _db[program.Ops[i].TableId].Word(s.Ops[i].Row), Node(s, i));
-                    s.Ops[i].Lock = NotLocked;
+                    Unlock(s, i, tid, audited: false);
                 }
                 else abandoned++;
             }
@@ -254,23 +287,33 @@ public sealed class StealDb : ITransactionProtocol
         {
             for (int i = 0; i < n; i++)
             {
-                if (s.Ops[i].Lock != Abandoned || !_lock.CheckAcquired(Node(s, i))) continue;
-                _lock.Unlock(ref _db[program.Ops[i].TableId].Word(s.Ops[i].Row), Node(s, i));
-                s.Ops[i].Lock = NotLocked;
+                if (s.Ops[i].Lock != Abandoned) continue;
+                using var step = new TracedStep(Trace);
+                if (!_lock.CheckAcquired(Node(s, i))) continue;
+                Unlock(s, i, tid, audited: false);
                 abandoned--;
             }
             if (abandoned > 0) Spin.Once(ref wait);
         }
-        Volatile.Write(ref s.Shared.Running, 0);
+        using (new TracedStep(Trace))
+        {
+            Volatile.Write(ref s.Shared.Running, 0);
+            Trace?.Add(new(StealDbAction.OwnerFinish, tid));
+        }
     }
 
-    void Unlock(Slot s, int op, long tid)
+    /// <summary>OwnerRelease of one lock context. An abandoned one (a waiter gave up on it) was
+    /// never used, so the audit has nothing to check.</summary>
+    void Unlock(Slot s, int op, long tid, bool audited = true)
     {
+        using var step = new TracedStep(Trace);
         var table = _db[s.Ctx.Program.Ops[op].TableId];
-        Audit?.Released(HistoryRecorder.RowKey(table.Id, s.Ops[op].Row), tid);
-        if (_holders is not null) Volatile.Write(ref _holders[table.Id][s.Ops[op].Row], 0);
+        long rowKey = HistoryRecorder.RowKey(table.Id, s.Ops[op].Row);
+        if (audited) Audit?.Released(rowKey, tid);
+        if (_holders is not null && audited) Volatile.Write(ref _holders[table.Id][s.Ops[op].Row], 0);
         _lock.Unlock(ref table.Word(s.Ops[op].Row), Node(s, op));
         s.Ops[op].Lock = NotLocked;
+        Trace?.Add(new(StealDbAction.OwnerRelease, tid, Row: rowKey));
     }
 
     static int Node(Slot s, int op) => s.Worker * TxnContext.MaxOps + op;
@@ -281,26 +324,65 @@ public sealed class StealDb : ITransactionProtocol
 
     void RunOp(Slot s, int op, long tid, int depth, int runner)
     {
-        // RunOpClaim: Alg. 2 line 1, CAS(&op.tid, tid, null); someone else has it: return.
-        if (!Claim(s, op, tid)) return;
+        if (!Claim(s, op, tid, runner)) return;
         Audit?.Claimed(tid, op);
-        // RunOpTryLock, doomed branch: a doomed transaction's op is skipped, not locked.
+        switch (TryLock(s, op, tid, runner, out int node, out int predecessor))
+        {
+            case LockStep.Finished:
+                return;
+            case LockStep.Queued when !_runWithoutLock && !AwaitLock(s, op, node, tid, predecessor, depth, runner):
+                return; // WaiterTimeout
+        }
+        Execute(s, op, tid, runner);
+    }
+
+    /// <summary>RunOpClaim: Alg. 2 line 1, CAS(&amp;op.tid, tid, null). False: someone else has it.</summary>
+    bool Claim(Slot s, int op, long tid, int runner)
+    {
+        using var step = new TracedStep(Trace);
+        bool claimed;
+        if (_claimTestThenSet)
+        {
+            // Mutant (MutantClaimCheckThenSet): test op.tid, then set it in a separate store.
+            claimed = Volatile.Read(ref s.Ops[op].Tid) == tid;
+            if (claimed) Volatile.Write(ref s.Ops[op].Tid, 0);
+        }
+        else
+        {
+            claimed = Volatile.Read(ref s.Ops[op].Tid) == tid && Interlocked.CompareExchange(ref s.Ops[op].Tid, 0, tid) == tid;
+        }
+        Trace?.Add(new(StealDbAction.RunOpClaim, RunnerTid(runner), tid, op, Ok: claimed));
+        return claimed;
+    }
+
+    /// <summary>How RunOpTryLock left the op: finished without a lock (skipped as doomed, an insert, a
+    /// missing row), holding it, or queued behind a predecessor.</summary>
+    enum LockStep { Finished, Granted, Queued }
+
+    /// <summary>RunOpTryLock: Alg. 2 lines 3-6 and Alg. 4. A doomed transaction's op is skipped,
+    /// not locked; otherwise the op's node is appended and the old tail is its predecessor (its
+    /// worker in <paramref name="predecessor"/>).</summary>
+    LockStep TryLock(Slot s, int op, long tid, int runner, out int node, out int predecessor)
+    {
+        using var step = new TracedStep(Trace);
+        node = Node(s, op);
+        predecessor = -1;
         if (Volatile.Read(ref s.Shared.Doom) != 0)
         {
             Finish(s, op, tid, insertDependents: false, runner);
-            return;
+            Trace?.Add(new(StealDbAction.RunOpSkip, RunnerTid(runner), tid, op));
+            return LockStep.Finished;
         }
         var ctx = s.Ctx;
         var o = ctx.Program.Ops[op];
-        ReadOnlySpan<long> args = ctx.Args;
-        long key = o.ResolveKey(args, ctx.Results);
+        long key = o.ResolveKey(ctx.Args, ctx.Results);
         if (o.Mode == AccessMode.Insert)
         {
             // Inserts lock nothing (no row exists yet); the owner applies them at commit.
             s.Ops[op].InsertKey = key;
             Audit?.Executed(tid, op);
             Finish(s, op, tid, insertDependents: true, runner);
-            return;
+            return LockStep.Finished;
         }
         var table = _db[o.TableId];
         int row = table.Find(key);
@@ -308,27 +390,28 @@ public sealed class StealDb : ITransactionProtocol
         {
             Doom(s, AbortReason.User);
             Finish(s, op, tid, insertDependents: true, runner);
-            return;
+            return LockStep.Finished;
         }
         s.Ops[op].Row = row;
-        // RunOpTryLock: Alg. 2 lines 3-6 and Alg. 4, append our node; the old tail is the predecessor.
-        int node = Node(s, op);
-        ref long tail = ref table.Word(row);
-        if (!_lock.TryLock(ref tail, node, out long predecessor) && !_runWithoutLock
-            && !AwaitLock(s, node, ref tail, (int)((predecessor - 1) / TxnContext.MaxOps), depth, runner))
-        {
-            // WaiterTimeout (C2): the node stays queued; the owner releases it at the head.
-            s.Ops[op].Lock = Abandoned;
-            Doom(s, AbortReason.WaitTimeout);
-            Finish(s, op, tid, insertDependents: false, runner);
-            return;
-        }
-        s.Ops[op].Lock = Held;
-        long rowKey = HistoryRecorder.RowKey(table.Id, row);
-        Audit?.Acquired(rowKey, tid);
-        if (_holders is not null) Volatile.Write(ref _holders[table.Id][row], s.Worker + 1);
+        bool granted = _lock.TryLock(ref table.Word(row), node, out long tail);
+        if (!granted) predecessor = (int)((tail - 1) / TxnContext.MaxOps);
+        Trace?.Add(new(StealDbAction.RunOpTryLock, RunnerTid(runner), tid, op,
+                       Predecessor: granted ? 0 : _slots[predecessor].Ctx.TxnId));
+        return granted ? LockStep.Granted : LockStep.Queued;
+    }
 
-        // ExecuteOp: Alg. 2 lines 10-14. The row is ours: read it, save its image, run the body.
+    /// <summary>RunOpExecute: Alg. 2 lines 10-14. The row is ours: read it, save its image, run the body.</summary>
+    void Execute(Slot s, int op, long tid, int runner)
+    {
+        using var step = new TracedStep(Trace);
+        var ctx = s.Ctx;
+        var o = ctx.Program.Ops[op];
+        ReadOnlySpan<long> args = ctx.Args;
+        var table = _db[o.TableId];
+        int row = s.Ops[op].Row;
+        s.Ops[op].Lock = Held;
+        Audit?.Acquired(HistoryRecorder.RowKey(table.Id, row), tid);
+        if (_holders is not null) Volatile.Write(ref _holders[table.Id][row], s.Worker + 1);
         bool write = o.Writes(args);
         var data = table.Payload(row);
         s.Ops[op].ReadVersion = Volatile.Read(ref table.Version(row));
@@ -347,46 +430,33 @@ public sealed class StealDb : ITransactionProtocol
             // Mutant (MutantExecuteAndRelease): the lock goes as soon as the op has run.
             Unlock(s, op, tid);
         }
-        if (result == TxnProgram.UserAbort)
-        {
-            Doom(s, AbortReason.User);
-            Finish(s, op, tid, insertDependents: true, runner);
-            return;
-        }
-        ctx.Results[op] = result;
+        bool ok = result != TxnProgram.UserAbort;
+        if (ok) ctx.Results[op] = result;
+        else Doom(s, AbortReason.User);
         Finish(s, op, tid, insertDependents: true, runner);
+        Trace?.Add(new(StealDbAction.RunOpExecute, RunnerTid(runner), tid, op, Ok: ok, Read: s.Ops[op].ReadVersion));
     }
 
-    bool Claim(Slot s, int op, long tid)
-    {
-        if (_claimTestThenSet)
-        {
-            // Mutant (MutantClaimCheckThenSet): test op.tid, then set it in a separate store.
-            if (Volatile.Read(ref s.Ops[op].Tid) != tid) return false;
-            Volatile.Write(ref s.Ops[op].Tid, 0);
-            return true;
-        }
-        return Volatile.Read(ref s.Ops[op].Tid) == tid && Interlocked.CompareExchange(ref s.Ops[op].Tid, 0, tid) == tid;
-    }
+    /// <summary>The transaction a worker runs: how the spec names the worker.</summary>
+    long RunnerTid(int runner) => _slots[runner].Ctx.TxnId;
 
     static void Doom(Slot s, AbortReason reason) => Interlocked.CompareExchange(ref s.Shared.Doom, (int)reason, 0);
 
     /// <summary>The end of ExecuteOp (decision 1 of proofs/StealDB.md): the finishing thread
     /// inserts the ops it made runnable and publishes <c>&lt;tid, last position&gt;</c>. An op's
-    /// outcome needs no word of its own: a failing op has already doomed the transaction.</summary>
+    /// outcome needs no word of its own: a failing op has already doomed the transaction. An op
+    /// that did not execute (skipped, timed out) inserts nothing but still counts as finished
+    /// for its dependents, as the spec's <c>ready</c> counts every op with a status.</summary>
     void Finish(Slot s, int op, long tid, bool insertDependents, int runner)
     {
-        if (insertDependents)
+        int last = 0;
+        foreach (int d in s.Ctx.Program.Dependents[op])
         {
-            int last = 0;
-            foreach (int d in s.Ctx.Program.Dependents[op])
-            {
-                if (Interlocked.Decrement(ref s.Ops[d].DepsLeft) != 0) continue;
-                last = Interlocked.Increment(ref s.Shared.RqLength);
-                Volatile.Write(ref s.Rq[last - 1], d + 1);
-            }
-            if (last > 0 && _options.Policy != StealPolicy.None) Publish(s, tid, last);
+            if (Interlocked.Decrement(ref s.Ops[d].DepsLeft) != 0 || !insertDependents) continue;
+            last = Interlocked.Increment(ref s.Shared.RqLength);
+            Volatile.Write(ref s.Rq[last - 1], d + 1);
         }
+        if (last > 0 && _options.Policy != StealPolicy.None) Publish(s, tid, last);
         // Last: the owner may decide, and reuse the slot, once every op has counted itself.
         if (runner == s.Worker) s.OwnFinished++;
         else Interlocked.Increment(ref s.Shared.Finished);
@@ -398,32 +468,60 @@ public sealed class StealDb : ITransactionProtocol
     // ---------------------------------------------------------------------------------
     // The wait loop of Alg. 2 lines 7-9, with Algorithm 3 inside.
 
-    /// <summary>Waits until the node is granted (WaiterProceed: true) or the wait has been idle for
-    /// the threshold (WaiterTimeout: false), stealing meanwhile. s is the slot of the op's
-    /// transaction, whose word the queue policy hands contexts down through.</summary>
-    bool AwaitLock(Slot s, int node, ref long tail, int predecessorWorker, int depth, int runner)
+    /// <summary>Waits until the op's node is granted (WaiterProceed: true) or the wait has been
+    /// idle for the threshold (WaiterTimeout: false), stealing meanwhile. s is the slot of the
+    /// op's transaction, whose word the queue policy hands contexts down through.</summary>
+    bool AwaitLock(Slot s, int op, int node, long tid, int predecessorWorker, int depth, int runner)
     {
         var wait = new SpinWait();
+        ref long tail = ref _db[s.Ctx.Program.Ops[op].TableId].Word(s.Ops[op].Row);
         for (int idle = 0; ;)
         {
-            // WaiterProceed's first exit only. Its second, "the predecessor no longer runs",
-            // is left out: the predecessor's last release hands this node the lock anyway,
-            // and an MCS node learns of that from its flag alone (fewer behaviours than Spec).
-            if (_lock.CheckAcquired(node)) return true;
-            bool stole = depth < _options.MaxNesting && _options.Policy switch
+            long context = 0;
+            int stolen = -1;
+            using (new TracedStep(Trace))
             {
-                StealPolicy.Queue => StealQueue(s, node, ref tail, _slots[predecessorWorker], depth, runner),
-                StealPolicy.Basic => StealBasic(s, node, depth, runner),
-                _ => false,
-            };
-            if (stole) continue;
-            if (++idle >= _options.WaitThreshold) return false;
+                // WaiterProceed's first exit only. Its second, "the predecessor no longer runs",
+                // is left out: the predecessor's last release hands this node the lock anyway,
+                // and an MCS node learns of that from its flag alone (fewer behaviours than Spec).
+                if (_lock.CheckAcquired(node))
+                {
+                    Trace?.Add(new(StealDbAction.WaiterProceed, RunnerTid(runner), tid, op));
+                    return true;
+                }
+                if (idle >= _options.WaitThreshold)
+                {
+                    // WaiterTimeout (C2): the node stays queued; the owner releases it at the head.
+                    s.Ops[op].Lock = Abandoned;
+                    Doom(s, AbortReason.WaitTimeout);
+                    Finish(s, op, tid, insertDependents: false, runner);
+                    Trace?.Add(new(StealDbAction.WaiterTimeout, RunnerTid(runner), tid, op));
+                    return false;
+                }
+                if (depth < _options.MaxNesting)
+                {
+                    if (_options.Policy == StealPolicy.Queue) context = TakeQueue(s, node, ref tail, _slots[predecessorWorker], runner);
+                    else if (_options.Policy == StealPolicy.Basic) stolen = TakeBasic(s, op, runner, out context);
+                }
+            }
+            if (_options.Policy == StealPolicy.Queue && context != 0) stolen = RunStolen(s, context, runner);
+            if (stolen >= 0)
+            {
+                long owner = TidOf(context);
+                RunOp(_slots[WorkerOf(owner)], stolen, owner, depth + 1, runner);
+                continue;
+            }
+            idle++;
             Spin.Once(ref wait);
         }
     }
 
-    /// <summary>Algorithm 3, STEALOP(T, Tp) with C1 and C3.</summary>
-    bool StealQueue(Slot s, int node, ref long tail, Slot predecessor, int depth, int runner)
+    /// <summary>Algorithm 3, STEALOP(T, Tp) lines 1-5 with C1 and C3: the context taken, 0 if none.
+    /// Between the caller's failed lock check and the exchange the predecessor may end and its
+    /// worker publish for its next transaction; the context taken then names a live transaction
+    /// that is not the predecessor. Outside Spec, not unsafe: its op is claimed by CAS on the full
+    /// tid and locked like any other (proofs/StealDB.md section 7).</summary>
+    long TakeQueue(Slot s, int node, ref long tail, Slot predecessor, int runner)
     {
         long context;
         if (_readThenClear)
@@ -437,47 +535,66 @@ public sealed class StealDb : ITransactionProtocol
             // WaiterStealSwap (C1): lines 1-5 as one exchange with the empty context.
             context = Interlocked.Exchange(ref predecessor.Shared.StealContext, 0);
         }
-        var from = predecessor;
-        if (context == 0 && McsLock.IsTail(ref tail, node))
+        if (context != 0)
         {
-            // WaiterStealBack (C3): with no successor queued, nobody else will take what we handed down.
-            context = Interlocked.Exchange(ref s.Shared.StealContext, 0);
-            from = s;
+            Audit?.Taken(predecessor.Worker, context);
+            Trace?.Add(new(StealDbAction.WaiterStealSwap, RunnerTid(runner), From: predecessor.Ctx.TxnId,
+                           Token: (TidOf(context), PositionOf(context))));
+            return context;
         }
-        if (context == 0) return false;
-        Audit?.Taken(from.Worker, context);
-        return RunStolen(s, context, depth, runner, handDown: true);
+        if (!McsLock.IsTail(ref tail, node)) return 0;
+        // WaiterStealBack (C3): with no successor queued, nobody else will take what we handed down.
+        context = Interlocked.Exchange(ref s.Shared.StealContext, 0);
+        if (context == 0) return 0;
+        Audit?.Taken(s.Worker, context);
+        Trace?.Add(new(StealDbAction.WaiterStealBack, RunnerTid(runner), Token: (TidOf(context), PositionOf(context))));
+        return context;
     }
 
     /// <summary>WaiterStealRun: Alg. 3 lines 6-11. If the context's transaction still runs, hand
-    /// <c>&lt;tid, position - 1&gt;</c> down through s's word (queue policy) and run the op.</summary>
-    bool RunStolen(Slot s, long context, int depth, int runner, bool handDown)
+    /// <c>&lt;tid, position - 1&gt;</c> down through s's word and return the op to run; else -1.</summary>
+    int RunStolen(Slot s, long context, int runner)
     {
+        using var step = new TracedStep(Trace);
         long tid = TidOf(context);
         int position = PositionOf(context);
         var owner = _slots[WorkerOf(tid)];
-        if (Volatile.Read(ref owner.Shared.Running) != tid) return false; // IsRunning(ts) is false
-        if (handDown && position > 1) Publish(s, tid, position - 1);
+        if (Volatile.Read(ref owner.Shared.Running) != tid)
+        {
+            Trace?.Add(new(StealDbAction.WaiterStealRun, RunnerTid(runner), Ok: false));
+            return -1;
+        }
+        if (position > 1) Publish(s, tid, position - 1);
         int entry = Volatile.Read(ref owner.Rq[position - 1]);
-        if (entry == 0) return false; // reserved, not yet written: the owner will run it
-        RunOp(owner, entry - 1, tid, depth + 1, runner);
-        return true;
+        // Reserved, not yet written: the owner will run it. Not with a trace, whose steps are atomic.
+        Debug.Assert(entry != 0 || Trace is null, "a published position of the runnable queue is unwritten in a traced run");
+        if (entry == 0) return -1;
+        Trace?.Add(new(StealDbAction.WaiterStealRun, RunnerTid(runner), tid, entry - 1, Ok: true));
+        return entry - 1;
     }
 
-    /// <summary>WaiterStealBasic: take the holder's last published op by CAS on its word.</summary>
-    bool StealBasic(Slot s, int node, int depth, int runner)
+    /// <summary>WaiterStealBasic: take the holder's last published op by CAS on its word, and
+    /// return it (the context in <paramref name="context"/>); -1 if there is none to take.</summary>
+    int TakeBasic(Slot s, int op, int runner, out long context)
     {
-        int op = node - s.Worker * TxnContext.MaxOps; // the waiting op, whose row the holder holds
         int holder = Volatile.Read(ref _holders![s.Ctx.Program.Ops[op].TableId][s.Ops[op].Row]) - 1;
-        if (holder < 0) return false;
+        context = 0;
+        if (holder < 0) return -1;
         var h = _slots[holder];
-        long context = Volatile.Read(ref h.Shared.StealContext);
-        if (context == 0) return false;
-        int position = PositionOf(context);
-        long next = position > 1 ? Context(TidOf(context), position - 1, Interlocked.Increment(ref h.Shared.Writes)) : 0;
-        if (Interlocked.CompareExchange(ref h.Shared.StealContext, next, context) != context) return false;
-        Audit?.Taken(h.Worker, context);
-        return RunStolen(s, context, depth, runner, handDown: false);
+        long seen = Volatile.Read(ref h.Shared.StealContext);
+        if (seen == 0) return -1;
+        long tid = TidOf(seen);
+        int position = PositionOf(seen);
+        long next = position > 1 ? Context(tid, position - 1, Interlocked.Increment(ref h.Shared.Writes)) : 0;
+        if (Interlocked.CompareExchange(ref h.Shared.StealContext, next, seen) != seen) return -1;
+        Audit?.Taken(h.Worker, seen);
+        if (Volatile.Read(ref h.Shared.Running) != tid) return -1;
+        int entry = Volatile.Read(ref h.Rq[position - 1]);
+        Debug.Assert(entry != 0 || Trace is null, "a published position of the runnable queue is unwritten in a traced run");
+        if (entry == 0) return -1;
+        context = seen;
+        Trace?.Add(new(StealDbAction.WaiterStealBasic, RunnerTid(runner), tid, entry - 1, Token: (tid, position)));
+        return entry - 1;
     }
 
     /// <summary>One worker's transaction state that other workers reach: the spec's per-transaction
