@@ -2,7 +2,7 @@
 // requester's new top frame (or none), and whether a new frame is pushed on top of it.
 event eOwnerStep: (w: Worker, t: int, cursor: int);
 event eOwnerDone: (cursor: int, push: bool, frame: Frame, finished: bool);
-event eFrameStep: (w: Worker, frame: Frame);
+event eFrameStep: (w: Worker, by: int, frame: Frame);
 event eFrameDone: (keep: bool, frame: Frame, push: bool, pushed: Frame);
 
 machine Memory {
@@ -102,7 +102,7 @@ machine Memory {
   }
 
   // Algorithms 2 and 3: one step of the worker's top frame.
-  fun FrameStep(req: (w: Worker, frame: Frame)) {
+  fun FrameStep(req: (w: Worker, by: int, frame: Frame)) {
     var f: Frame; var o: OpId; var t: int; var r: int; var pred: int; var tok: Token; var ts: int;
     var choices: set[int]; var c: int; var h: int; var p: int;
     f = req.frame; o = f.op; t = o.t;
@@ -183,6 +183,7 @@ machine Memory {
     }
     // ExecuteOp: read, maybe a user abort, insert the ops made runnable, publish <t, last>.
     Execute(o);
+    announce eRanBy, (op = o, by = req.by);
     if (cfg.mutants.earlyRelease) {
       r = RecOf(o);
       lockQ[r] = Without(lockQ[r], t);

@@ -82,3 +82,34 @@ spec Termination observes eTxnStarted, eTxnEnded {
     }
   }
 }
+
+// Non-vacuity: a protocol that does nothing passes every property above. Each monitor below
+// says a step never happens; test cases that must fail with its name (models/models.json)
+// show the step happens in that workload.
+
+// A transaction commits.
+spec CommitReachable observes eTxnDecided {
+  start state Watching {
+    on eTxnDecided do (d: (t: int, committed: bool, ops: int)) {
+      assert !d.committed, format("CommitReachable: transaction {0} committed", d.t);
+    }
+  }
+}
+
+// A transaction aborts (a timeout, a user abort).
+spec AbortReachable observes eTxnDecided {
+  start state Watching {
+    on eTxnDecided do (d: (t: int, committed: bool, ops: int)) {
+      assert d.committed, format("AbortReachable: transaction {0} aborted", d.t);
+    }
+  }
+}
+
+// A worker executes another transaction's op (a stolen op runs).
+spec StealReachable observes eRanBy {
+  start state Watching {
+    on eRanBy do (r: (op: OpId, by: int)) {
+      assert r.op.t == r.by, format("StealReachable: op {0} of transaction {1} ran on transaction {2}'s worker", r.op.i, r.op.t, r.by);
+    }
+  }
+}

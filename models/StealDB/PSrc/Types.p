@@ -39,3 +39,4 @@ event eGranted: (rec: int, t: int);       // a transaction starts using a record
 event eReleased: (rec: int, t: int);      // a transaction releases a lock context
 event eRequested: (rec: int, t: int);     // a transaction appends a lock context
 event eTaken: (from: int, gen: int);      // a steal context is taken from a word
+event eRanBy: (op: OpId, by: int);       // an op executed on the worker of transaction `by`

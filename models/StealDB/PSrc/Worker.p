@@ -30,7 +30,7 @@ machine Worker {
           }
         }
       } else {
-        send memory, eFrameStep, (w = this, frame = stack[sizeof(stack) - 1]);
+        send memory, eFrameStep, (w = this, by = me, frame = stack[sizeof(stack) - 1]);
         receive {
           case eFrameDone: (r: (keep: bool, frame: Frame, push: bool, pushed: Frame)) {
             stack -= (sizeof(stack) - 1);

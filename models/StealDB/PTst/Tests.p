@@ -99,3 +99,16 @@ test tcMutantEarlyRelease [main=TestMutantEarlyRelease]: assert ExactlyOnce, Mut
 test tcMutantProceedWithoutLock [main=TestMutantProceedWithoutLock]: assert ExactlyOnce, MutualExclusion, TwoPhase, StealTokenTakenOnce, Termination in { TestMutantProceedWithoutLock, Memory, Worker };
 test tcMutantTimeoutCancels [main=TestMutantTimeoutCancels]: assert ExactlyOnce, MutualExclusion, TwoPhase, StealTokenTakenOnce, Termination in { TestMutantTimeoutCancels, Memory, Worker };
 test tcPaperLockOrderNoTimeout [main=TestPaperLockOrderNoTimeout]: assert ExactlyOnce, MutualExclusion, TwoPhase, StealTokenTakenOnce, Termination in { TestPaperLockOrderNoTimeout, Memory, Worker };
+
+// Non-vacuity: each must fail with the named monitor, showing that step happens in that workload.
+test tcHotCommitReachable [main=TestHot]: assert CommitReachable in { TestHot, Memory, Worker };
+test tcHotAbortReachable [main=TestHot]: assert AbortReachable in { TestHot, Memory, Worker };
+test tcHotStealReachable [main=TestHot]: assert StealReachable in { TestHot, Memory, Worker };
+test tcOppositeCommitReachable [main=TestOpposite]: assert CommitReachable in { TestOpposite, Memory, Worker };
+test tcOppositeAbortReachable [main=TestOpposite]: assert AbortReachable in { TestOpposite, Memory, Worker };
+test tcLockOrderStealReachable [main=TestLockOrder]: assert StealReachable in { TestLockOrder, Memory, Worker };
+test tcTwoHotStealReachable [main=TestTwoHot]: assert StealReachable in { TestTwoHot, Memory, Worker };
+test tcBasicWSHotStealReachable [main=TestBasicHot]: assert StealReachable in { TestBasicHot, Memory, Worker };
+test tcNoStealOppositeCommitReachable [main=TestNoStealOpposite]: assert CommitReachable in { TestNoStealOpposite, Memory, Worker };
+// And its twin the other way: vanilla 2PL never runs another transaction's op.
+test tcNoStealOppositeNeverSteals [main=TestNoStealOpposite]: assert StealReachable in { TestNoStealOpposite, Memory, Worker };
