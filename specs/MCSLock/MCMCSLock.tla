@@ -33,4 +33,15 @@ MutantInitKeepsNext(p) ==
     /\ spin' = [spin EXCEPT ![p] = TRUE]
     /\ Goto(p, "swap")
     /\ UNCHANGED <<tail, next, pred, ghostQ>>
+
+\* TRYLOCK that returns the lock's holder (the head of the queue) instead of
+\* the tail it swapped out: the waiter then follows, and links behind, the
+\* wrong process.
+MutantSwapReturnsHead(p) ==
+    /\ pc[p] = "swap"
+    /\ tail' = p
+    /\ pred' = [pred EXCEPT ![p] = IF ghostQ = <<>> THEN Nil ELSE Head(ghostQ)]
+    /\ ghostQ' = Append(ghostQ, p)
+    /\ Goto(p, IF tail = Nil THEN "enter" ELSE "link")
+    /\ UNCHANGED <<next, spin>>
 =============================================================================

@@ -179,6 +179,15 @@ NoLostWakeupInv ==
     \A p \in Proc :
         (pc[p] \in {"link", "spin"} /\ spin[p]) => (ghostQ # <<>> /\ Head(ghostQ) # p)
 
+\* The contract StealDB's STEALOP relies on (StealDB.tla models TRYLOCK as
+\* returning the previous tail, and steals from it): from its swap until it is
+\* handed the lock, a waiter's ctx is the process directly ahead of it in the
+\* queue, so the transaction it steals from is the one it waits for.
+PredecessorInv ==
+    \A p \in Proc :
+        (pc[p] \in {"link", "spin"} /\ spin[p]) =>
+            \E k \in 2..Len(ghostQ) : ghostQ[k] = p /\ ghostQ[k - 1] = pred[p]
+
 \* Every requester eventually holds the lock (starvation freedom).
 StarvationFreedomProp == \A p \in Proc : (pc[p] = "init") ~> (pc[p] = "cs")
 
