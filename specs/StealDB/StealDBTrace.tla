@@ -61,6 +61,7 @@ TraceRunOpClaim(e) ==
 TraceRunOpTryLock(e) ==
     /\ e.kind = "RunOpTryLock"
     /\ OpOnTop(e.w, e.op)
+    /\ RecOf(e.op) = e.rec
     /\ ~Doomed(Owner(e.op))
     /\ LET q == lockQ[RecOf(e.op)] IN IF e.pred = Bot THEN q = <<>> ELSE q # <<>> /\ q[Len(q)] = e.pred
     /\ RunOpTryLock(e.w)

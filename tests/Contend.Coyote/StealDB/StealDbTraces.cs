@@ -63,7 +63,32 @@ public static class StealDbTraces
         new("StealDBTraceTwinRunWithoutLock", HotWorkload, StealPolicy.Queue, Mutants.StealRunWithoutLock,
             "twin: a queued op runs without waiting for the lock",
             e => e.Any(x => x.Action == StealDbAction.RunOpTryLock && x.Predecessor != 0)),
+        new("StealDBTraceTwinTimeoutLeavesQueue", HotWorkload, StealPolicy.Queue, Mutants.StealTimeoutLeavesQueue,
+            "twin: a timed-out waiter's lock context leaves the queue before it reaches the head",
+            ReleasesBehindHead),
     ];
+
+    /// <summary>Some transaction releases a lock context that is not at the head of its queue:
+    /// the recorded appends and releases replayed as the spec's lockQ.</summary>
+    static bool ReleasesBehindHead(List<StealDbEvent> events)
+    {
+        var queues = new Dictionary<long, List<long>>();
+        foreach (var e in events)
+        {
+            if (e.Action == StealDbAction.RunOpTryLock)
+            {
+                if (!queues.TryGetValue(e.Row, out var q)) queues[e.Row] = q = new List<long>();
+                q.Add(e.Tid);
+            }
+            else if (e.Action == StealDbAction.OwnerRelease)
+            {
+                var q = queues[e.Row];
+                if (q[0] != e.Worker) return true;
+                q.RemoveAt(0);
+            }
+        }
+        return false;
+    }
 
     const int MaxSeeds = 500;
 

@@ -396,7 +396,7 @@ public sealed class StealDb : ITransactionProtocol
         bool granted = _lock.TryLock(ref table.Word(row), node, out long tail);
         if (!granted) predecessor = (int)((tail - 1) / TxnContext.MaxOps);
         Trace?.Add(new(StealDbAction.RunOpTryLock, RunnerTid(runner), tid, op,
-                       Predecessor: granted ? 0 : _slots[predecessor].Ctx.TxnId));
+                       Predecessor: granted ? 0 : _slots[predecessor].Ctx.TxnId, Row: HistoryRecorder.RowKey(table.Id, row)));
         return granted ? LockStep.Granted : LockStep.Queued;
     }
 

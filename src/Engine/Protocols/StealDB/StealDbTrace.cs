@@ -17,7 +17,7 @@ public enum StealDbAction
 /// <param name="Predecessor">RunOpTryLock: the transaction TRYLOCK returned as the previous tail</param>
 /// <param name="From">WaiterStealSwap: whose word the context was taken from</param>
 /// <param name="Token">the context taken: its transaction and 1-based runnable-queue position</param>
-/// <param name="Row">OwnerRelease: the row's key in the history (table and row)</param>
+/// <param name="Row">RunOpTryLock, OwnerRelease: the row's key in the history (table and row)</param>
 /// <param name="Read">RunOpExecute: the version the op read (0: the row's initial value)</param>
 public readonly record struct StealDbEvent(
     StealDbAction Action, long Worker, long Tid = 0, int Op = -1, bool Ok = false, long Predecessor = 0,
