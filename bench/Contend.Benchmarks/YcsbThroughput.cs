@@ -28,7 +28,7 @@ public class YcsbThroughput
 
     Database _db = null!;
     Ycsb _workload = null!;
-    ITransactionProtocol _protocol = null!;
+    IProtocol _protocol = null!;
     long _commits, _aborts;
 
     [GlobalSetup]

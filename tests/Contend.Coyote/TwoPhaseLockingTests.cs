@@ -41,7 +41,7 @@ public static class TwoPhaseLockingTests
         var auditProgram = audit.Build();
 
         var recorder = new HistoryRecorder(3);
-        var protocol = ProtocolRegistry.Create(protocolName, new ProtocolSetup(db, 3, mutants));
+        var protocol = (ITransactionProtocol)ProtocolRegistry.Create(protocolName, new ProtocolSetup(db, 3, mutants));
         var timestamps = new long[1];
         var auditSum = new long[1];
 

@@ -27,19 +27,38 @@ public enum AbortReason : byte
     TableFull,
 }
 
+/// <summary>What every protocol is: a name the registry knows it by. A protocol is either
+/// an <see cref="ITransactionProtocol"/> or an <see cref="IBatchProtocol"/>.</summary>
+public interface IProtocol
+{
+    string Name { get; }
+}
+
 /// <summary>
 /// A per-transaction protocol: runs one program instance to commit or abort on the calling
 /// worker. One instance serves every worker of a run; per-worker state lives in the
 /// <see cref="TxnContext"/>.
 /// </summary>
-public interface ITransactionProtocol
+public interface ITransactionProtocol : IProtocol
 {
-    string Name { get; }
     Outcome Run(TxnContext ctx, out AbortReason reason);
 }
 
+/// <summary>
+/// A batch protocol (Strife): the worker pool calls <see cref="Work"/> on each of its
+/// workers, and the protocol draws transactions into batches, schedules them over the
+/// workers, and returns when the run ends (<see cref="BatchWorker.CanDraw"/> says no more).
+/// Every worker may return at a different time: the protocol must finish any batch it has
+/// started with whichever workers are left.
+/// </summary>
+public interface IBatchProtocol : IProtocol
+{
+    void Work(BatchWorker worker);
+}
+
 /// <summary>What a protocol is built from.</summary>
-public sealed record ProtocolSetup(Database Database, int Workers, Mutants Mutants)
+/// <param name="Strife">Strife's knobs (batch size, alpha, ...); null: its defaults</param>
+public sealed record ProtocolSetup(Database Database, int Workers, Mutants Mutants, Strife.StrifeOptions? Strife = null)
 {
     public static ProtocolSetup For(Database db, int workers) => new(db, workers, Mutants.None);
 }
@@ -72,12 +91,28 @@ public enum Mutants
     /// <summary>MCStealDB.tla MutantTimeoutCancelsContext: a timed-out waiter's node leaves the queue at
     /// once instead of waiting to reach the head.</summary>
     StealTimeoutLeavesQueue = 128,
+    /// <summary>MCStrifeAnalysis.tla MutantAllocateAcross: a transaction whose items lie in two
+    /// clusters joins one of them instead of the residual.</summary>
+    StrifeAllocateAcross = 256,
+    /// <summary>MCStrifeAnalysis.tla MutantIgnoreReads: a transaction takes part in the analysis
+    /// with the items it writes only, not those it reads.</summary>
+    StrifeIgnoreReads = 512,
+    /// <summary>MCStrifeExec.tla MutantNoBarrier: a worker with no cluster left starts on the
+    /// residuals while other workers still run clusters.</summary>
+    StrifeNoBarrier = 1024,
+    /// <summary>MCStrifeExec.tla MutantAbortKeepsLocks: a residual's conflict abort keeps its locks.</summary>
+    StrifeAbortKeepsLocks = 2048,
+    /// <summary>MCStrifeExec.tla MutantOverlapEarly: batch n+1's clusters start as soon as it is
+    /// analysed, while batch n's residuals still run.</summary>
+    StrifeOverlapEarly = 4096,
+    /// <summary>MCStrifeExec.tla MutantRetryAfterCommit: a worker runs a committed residual again.</summary>
+    StrifeRetryAfterCommit = 8192,
 }
 
 /// <summary>Chooses protocols by name at run time.</summary>
 public static class ProtocolRegistry
 {
-    static readonly (string Name, string What, Func<ProtocolSetup, ITransactionProtocol> Make)[] Known =
+    static readonly (string Name, string What, Func<ProtocolSetup, IProtocol> Make)[] Known =
     [
         ("NoWait", "2PL, abort when a lock is held", s => new TwoPhaseLocking.NoWait(s)),
         ("WaitDie", "2PL, an older requester waits, a younger one aborts", s => new TwoPhaseLocking.WaitDie(s)),
@@ -91,6 +126,8 @@ public static class ProtocolRegistry
             s => new StealDB.StealDb(s, new StealDB.StealDbOptions(StealDB.StealPolicy.Basic), "StealDBBasicWS")),
         ("StealDBNoSteal", "StealDB's code with stealing off: 2PL on MCS queue locks over the op DAG (vanilla)",
             s => new StealDB.StealDb(s, new StealDB.StealDbOptions(StealDB.StealPolicy.None), "StealDBNoSteal")),
+        (BatchProtocol, "batches split into conflict-free clusters run with no locks, then the residual under NO_WAIT, then WaitDie",
+            s => new Strife.StrifeProtocol(s, s.Strife ?? new Strife.StrifeOptions())),
     ];
 
     /// <summary>A protocol that is not serializable, kept as the history checker's positive control.</summary>
@@ -102,9 +139,14 @@ public static class ProtocolRegistry
         name == BrokenControl ? "NOT serializable: 2PL that releases each lock right after its op (the checker's control)"
                               : Known.First(k => k.Name == name).What;
 
+    /// <summary>True for a batch protocol (<see cref="IBatchProtocol"/>).</summary>
+    public static bool IsBatch(string name) => name == BatchProtocol;
+
+    const string BatchProtocol = "Strife";
+
     public static bool IsKnown(string name) => name == BrokenControl || Known.Any(k => k.Name == name);
 
-    public static ITransactionProtocol Create(string name, ProtocolSetup setup)
+    public static IProtocol Create(string name, ProtocolSetup setup)
     {
         if (name == BrokenControl) return new Broken.EarlyRelease(setup);
         foreach (var k in Known)

@@ -30,6 +30,10 @@ public sealed class TxnContext
     /// <summary>WaitDie's age: taken from a global counter when a transaction first starts
     /// and kept across its retries, so a retried transaction grows older and does not starve.</summary>
     public long Timestamp { get; private set; }
+    /// <summary>Conflict aborts of the current transaction so far, for a protocol whose policy
+    /// changes with them (Strife's residuals: NO_WAIT first, WaitDie after); kept by the
+    /// caller that retries.</summary>
+    public int ConflictRetries;
 
     // The access set: one entry per distinct row the attempt touched.
     public int AccessCount;
@@ -70,6 +74,7 @@ public sealed class TxnContext
     {
         Program = program;
         Timestamp = timestamp;
+        ConflictRetries = 0;
     }
 
     /// <summary>Starts an attempt of the current transaction with empty access and insert sets.</summary>

@@ -25,13 +25,15 @@ public sealed record RunResult(WorkerStats Total, double MeasuredSeconds, IReadO
 /// </summary>
 public static class WorkerPool
 {
-    const int Warmup = 0, Measure = 1, Stop = 2;
+    internal const int Warmup = 0, Measure = 1, Stop = 2;
 
-    public static RunResult Run(ITransactionProtocol protocol, IWorkload workload, RunOptions options, Action<double>? progress = null)
+    public static RunResult Run(IProtocol protocol, IWorkload workload, RunOptions options, Action<double>? progress = null)
     {
+        if (protocol is not (ITransactionProtocol or IBatchProtocol))
+            throw new ArgumentException($"protocol {protocol.Name}: neither a per-transaction nor a batch protocol", nameof(protocol));
         if (options.Threads is < 1 or > 255) throw new ArgumentOutOfRangeException(nameof(options), $"threads {options.Threads}: must be 1..255");
-        int phase = options.WarmupSeconds > 0 && options.TransactionsPerWorker <= 0 ? Warmup : Measure;
-        long timestamps = 0;
+        var control = new RunControl(options.WarmupSeconds > 0 && options.TransactionsPerWorker <= 0 ? Warmup : Measure,
+                                     options.TransactionsPerWorker > 0 ? options.TransactionsPerWorker * options.Threads : long.MaxValue);
         var recorder = options.RecordHistory ? new HistoryRecorder(options.Threads) : null;
         var stats = new WorkerStats[options.Threads];
         var warnings = new List<string>();
@@ -52,12 +54,15 @@ public static class WorkerPool
                     var source = workload.CreateSource(worker, options.Seed);
                     ulong rng = Rng.Seed(options.Seed ^ 0x5EED, worker);
                     started.Signal();
-                    Work(protocol, source, ctx, stats[worker], options.TransactionsPerWorker, ref phase, ref timestamps, ref rng);
+                    if (protocol is IBatchProtocol batch)
+                        batch.Work(new BatchWorker(ctx, source, stats[worker], rng, control));
+                    else
+                        Work((ITransactionProtocol)protocol, source, ctx, stats[worker], options.TransactionsPerWorker, ref control.Phase, ref control.Timestamps, ref rng);
                 }
                 catch (Exception e)
                 {
                     Interlocked.CompareExchange(ref failure, e, null);
-                    Volatile.Write(ref phase, Stop);
+                    Volatile.Write(ref control.Phase, Stop);
                 }
             }) { IsBackground = true, Name = $"contend-worker-{worker}" };
             threads[w].Start();
@@ -70,14 +75,16 @@ public static class WorkerPool
             return Finish(work.Elapsed.TotalSeconds);
         }
         var clock = Stopwatch.StartNew();
-        WaitFor(options.WarmupSeconds, clock, 0, options.WarmupSeconds + options.Seconds, progress, ref phase);
-        Interlocked.CompareExchange(ref phase, Measure, Warmup);
+        WaitFor(options.WarmupSeconds, clock, 0, options.WarmupSeconds + options.Seconds, progress, ref control.Phase);
+        Interlocked.CompareExchange(ref control.Phase, Measure, Warmup);
         var measured = Stopwatch.StartNew();
-        WaitFor(options.Seconds, measured, options.WarmupSeconds, options.WarmupSeconds + options.Seconds, progress, ref phase);
+        WaitFor(options.Seconds, measured, options.WarmupSeconds, options.WarmupSeconds + options.Seconds, progress, ref control.Phase);
         double seconds = measured.Elapsed.TotalSeconds;
-        Volatile.Write(ref phase, Stop);
+        Volatile.Write(ref control.Phase, Stop);
         foreach (var t in threads) t.Join();
-        return Finish(seconds);
+        // A batch protocol finishes the batches it started after the stop, and counts their
+        // commits: the time it took to do so is measured too.
+        return Finish(protocol is IBatchProtocol ? measured.Elapsed.TotalSeconds : seconds);
 
         RunResult Finish(double measuredSeconds)
         {

@@ -36,6 +36,7 @@ public sealed unsafe class Table : IDisposable
 
     byte* _rows;
     int _count;
+    long[]? _stamps;
     readonly int[] _slots;   // open addressing, linear probing: row + 1, 0 = empty
     readonly int _slotMask;
 
@@ -75,6 +76,19 @@ public sealed unsafe class Table : IDisposable
     /// <summary>Id of the transaction whose write is the row's current value (0: loaded).</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     public ref long Version(int row) => ref Unsafe.AsRef<long>(Row(row) + VersionOffset);
+
+    /// <summary>
+    /// Gives every row a stamp word, kept beside the rows rather than in the header: only
+    /// Strife's analysis uses it (StrifeStamp.cs has its layout), and a header word would
+    /// grow every other protocol's rows (YCSB's 100 B rows from a 128 B to a 192 B stride).
+    /// Indexed by row number, it costs no hash lookup, which is why the paper keeps its
+    /// cluster id in the record. Call before the workers start.
+    /// </summary>
+    public void EnsureStamps() => _stamps ??= new long[Capacity];
+
+    /// <summary>The row's stamp word (<see cref="EnsureStamps"/> first).</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    public ref long Stamp(int row) => ref _stamps![row];
 
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     public long Key(int row) => Volatile.Read(ref Unsafe.AsRef<long>(Row(row) + KeyOffset));

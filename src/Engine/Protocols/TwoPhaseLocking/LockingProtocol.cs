@@ -78,13 +78,18 @@ public abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(setu
 
     protected override void Abort(TxnContext ctx)
     {
+        RestoreImages(ctx);
+        ReleaseAll(ctx);
+    }
+
+    protected void RestoreImages(TxnContext ctx)
+    {
         for (int i = 0; i < ctx.AccessCount; i++)
         {
             if (ctx.AccBuffer[i] < 0) continue;
             var table = Db[ctx.AccTable[i]];
             ctx.Buffer.AsSpan(ctx.AccBuffer[i], table.PayloadSize).CopyTo(table.Payload(ctx.AccRow[i]));
         }
-        ReleaseAll(ctx);
     }
 
     protected virtual void ReleaseAll(TxnContext ctx)

@@ -1,0 +1,80 @@
+using System.Diagnostics;
+using Contend.Engine.Programs;
+using Contend.Engine.Protocols;
+
+namespace Contend.Engine.Runtime;
+
+/// <summary>
+/// What the workers of one run share: the run's phase (warm-up, measure, stop), the
+/// WaitDie timestamp counter, and how many transactions may still be drawn.
+/// </summary>
+public sealed class RunControl(int phase, long quota)
+{
+    public int Phase = phase;
+    public long Timestamps;
+    /// <summary>Transactions that may still be drawn, over all workers (a run of fixed size);
+    /// long.MaxValue for a timed run.</summary>
+    public long Quota = quota;
+
+    /// <summary>A control for a run outside the pool (a test): measuring from the start,
+    /// <paramref name="transactions"/> transactions in all.</summary>
+    public static RunControl Fixed(long transactions) => new(WorkerPool.Measure, transactions);
+}
+
+/// <summary>
+/// One worker of the pool as a batch protocol sees it: its transaction context, its own
+/// transaction source, its counters, and the run's control. Only its own thread uses it.
+/// </summary>
+public sealed class BatchWorker(TxnContext ctx, ITransactionSource source, WorkerStats stats, ulong rng, RunControl control)
+{
+    public TxnContext Ctx { get; } = ctx;
+    public WorkerStats Stats { get; } = stats;
+    public RunControl Control { get; } = control;
+    /// <summary>The worker's back-off and sampling generator.</summary>
+    public ulong Rng = rng;
+    bool _measuring;
+
+    /// <summary>False once the run is stopping: start no new batch.</summary>
+    public bool Running => Volatile.Read(ref Control.Phase) != WorkerPool.Stop;
+
+    /// <summary>True while a new batch could still get transactions.</summary>
+    public bool CanDraw => Running && Volatile.Read(ref Control.Quota) > 0;
+
+    /// <summary>Takes up to <paramref name="wanted"/> transactions from the run's quota and returns
+    /// how many it may draw (0 when the run is stopping or the quota is spent).</summary>
+    public int TakeQuota(int wanted)
+    {
+        if (!Running) return 0;
+        while (true)
+        {
+            long left = Volatile.Read(ref Control.Quota);
+            if (left <= 0) return 0;
+            long take = Math.Min(left, wanted);
+            if (Interlocked.CompareExchange(ref Control.Quota, left - take, left) == left) return (int)take;
+        }
+    }
+
+    /// <summary>The worker's next transaction: its program, and its arguments in <see cref="Ctx"/>.</summary>
+    public TxnProgram Draw() => source.Next(Ctx);
+
+    public long NextTimestamp() => Interlocked.Increment(ref Control.Timestamps);
+
+    /// <summary>Counts an attempt's outcome; the counters restart when measuring starts. Outcomes
+    /// after the stop count too: the pool measures until the last batch is done.</summary>
+    public void Count(Outcome outcome, AbortReason reason, long startTimestamp)
+    {
+        if (Volatile.Read(ref Control.Phase) != WorkerPool.Warmup && !_measuring)
+        {
+            Stats.Reset();
+            _measuring = true;
+        }
+        if (outcome == Outcome.Committed)
+        {
+            Stats.Commits++;
+            Stats.RecordLatency((long)Stopwatch.GetElapsedTime(startTimestamp).TotalNanoseconds);
+            return;
+        }
+        Stats.Aborts[(int)reason]++;
+        if (outcome == Outcome.UserAborted) Stats.UserAborts++;
+    }
+}
