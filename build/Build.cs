@@ -53,7 +53,7 @@ int Help()
         "  traces [--runs N] StealDB trace validation: record engine runs, check them against the spec with TLC\n" +
         "  bench [args]     BenchmarkDotNet benchmarks\n" +
         "  run [args]       contend run (see: run --help)\n" +
-        "  study <name>     a paper's throughput study: stealdb (study --help lists its options)\n" +
+        "  study <name>     a paper's throughput study: stealdb or strife (study --help lists its options)\n" +
         "  demo             a short high-contention YCSB run of every protocol, history checked");
     return verb == "help" ? 0 : 2;
 }

@@ -11,5 +11,6 @@ var config = DefaultConfig.Instance
     .AddJob(Job.Default.WithToolchain(InProcessEmitToolchain.Instance))
     .AddDiagnoser(MemoryDiagnoser.Default)
     .AddColumn(StatisticColumn.OperationsPerSecond)
-    .AddColumn(new Contend.Benchmarks.AbortRateColumn());
+    .AddColumn(new Contend.Benchmarks.AbortRateColumn())
+    .AddColumn(new Contend.Benchmarks.ResidualShareColumn());
 BenchmarkSwitcher.FromAssembly(typeof(Contend.Benchmarks.LockBenchmarks).Assembly).Run(args, config);

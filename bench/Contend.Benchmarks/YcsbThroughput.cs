@@ -80,6 +80,7 @@ public sealed class AbortRateColumn : IColumn
 
     public string GetValue(Summary summary, BenchmarkCase benchmarkCase)
     {
+        if (benchmarkCase.Descriptor.Type != typeof(YcsbThroughput)) return "-";
         lock (Rates) return Rates.TryGetValue(Key(benchmarkCase), out var r) ? r.ToString("P1", System.Globalization.CultureInfo.InvariantCulture) : "-";
     }
 

@@ -20,8 +20,11 @@ var output = new Option<string?>("--out") { Description = "write PREFIX.csv and 
 var seed = new Option<ulong>("--seed") { Description = "workload seed: the same seed gives the same transactions", DefaultValueFactory = _ => 1 };
 var noPin = new Option<bool>("--no-pin") { Description = "do not pin workers to cores" };
 var knobs = new WorkloadKnobs();
+var batch = new Option<int>("--batch") { Description = "Strife: transactions per batch", DefaultValueFactory = _ => 1000 };
+var alpha = new Option<double>("--alpha") { Description = "Strife: merge's alpha in (0, 1]", DefaultValueFactory = _ => 0.2 };
+var noOverlap = new Option<bool>("--no-overlap") { Description = "Strife: analyse the next batch only once the current one is done" };
 
-var run = new Command("run", "run one protocol on one workload and print a summary") { protocol, workloadName, threads, seconds, warmup, check, output, seed, noPin };
+var run = new Command("run", "run one protocol on one workload and print a summary") { protocol, workloadName, threads, seconds, warmup, check, output, seed, noPin, batch, alpha, noOverlap };
 knobs.AddTo(run);
 run.SetAction(parse =>
 {
@@ -30,6 +33,8 @@ run.SetAction(parse =>
     var options = Options(parse.GetValue(threads), parse.GetValue(seconds), parse.GetValue(warmup), parse.GetValue(check), !parse.GetValue(noPin), parse.GetValue(seed));
     var make = knobs.Factory(parse.GetValue(workloadName)!, parse);
     string name = parse.GetValue(protocol)!;
+    var strife = new Contend.Engine.Protocols.Strife.StrifeOptions(BatchSize: parse.GetValue(batch), Alpha: parse.GetValue(alpha), Overlap: !parse.GetValue(noOverlap));
+    strife.Resolve(options.Threads); // bad knobs fail here, before any load
     RunRow row;
     if (options.WarmupSeconds + options.Seconds > 3 && !Console.IsOutputRedirected)
     {
@@ -37,12 +42,12 @@ run.SetAction(parse =>
         AnsiConsole.Progress().Start(p =>
         {
             var task = p.AddTask($"{name} on {parse.GetValue(workloadName)}", maxValue: 1);
-            done = Runner.RunOne(name, make, options, f => task.Value = f);
+            done = Runner.RunOne(name, make, options, f => task.Value = f, strife);
             task.Value = 1;
         });
         row = done!;
     }
-    else row = Runner.RunOne(name, make, options);
+    else row = Runner.RunOne(name, make, options, strife: strife);
     Print([row]);
     Console.WriteLine($"{row.Config}\ntables and indexes: {row.TableBytes / (1024.0 * 1024 * 1024):F2} GiB");
     if (prefix is not null) Runner.Write(prefix, [row], Runner.Metadata(Environment.CommandLine, options.Seed));
@@ -73,7 +78,7 @@ demo.SetAction(parse =>
     return broken.Count == 0 && control.Anomalies > 0 ? 0 : 1;
 });
 
-var studyName = new Argument<string>("name") { Description = "the study: stealdb" };
+var studyName = new Argument<string>("name") { Description = "the study: stealdb or strife" };
 var studySeconds = new Option<double>("--seconds") { Description = "measured seconds per run", DefaultValueFactory = _ => 2 };
 var studyWarmup = new Option<double>("--warmup") { Description = "seconds run before measuring, per run", DefaultValueFactory = _ => 0.5 };
 var repeats = new Option<int>("--repeats") { Description = "runs per point and protocol; the median is reported", DefaultValueFactory = _ => 3 };
@@ -88,7 +93,8 @@ study.SetAction(parse =>
     return parse.GetValue(studyName) switch
     {
         "stealdb" => StealDbStudy.Run(options, dir, Environment.CommandLine, Console.Out),
-        var other => throw new UsageException($"unknown study '{other}' (known: stealdb)"),
+        "strife" => StrifeStudy.Run(options, dir, Environment.CommandLine, Console.Out),
+        var other => throw new UsageException($"unknown study '{other}' (known: stealdb, strife)"),
     };
 });
 

@@ -15,19 +15,21 @@ public sealed class UsageException(string message) : Exception(message);
 public sealed record RunRow(string Protocol, string Workload, string Config, int Threads, double Seconds, long Commits,
                             double Throughput, double AbortRate, long UserAborts, IReadOnlyDictionary<string, long> AbortsByReason,
                             double P50Micros, double P99Micros, int CheckedTransactions, int Anomalies, string? FirstAnomaly,
-                            IReadOnlyList<string> Warnings, long TableBytes, double? StolenShare = null);
+                            IReadOnlyList<string> Warnings, long TableBytes, double? StolenShare = null,
+                            double? ResidualShare = null);
 
 /// <summary>Runs one protocol over one freshly loaded workload, and checks its history when asked.</summary>
 public static class Runner
 {
-    public static RunRow RunOne(string protocolName, Func<IWorkload> makeWorkload, RunOptions options, Action<double>? progress = null)
+    public static RunRow RunOne(string protocolName, Func<IWorkload> makeWorkload, RunOptions options, Action<double>? progress = null,
+                                Engine.Protocols.Strife.StrifeOptions? strife = null)
     {
         if (!ProtocolRegistry.IsKnown(protocolName))
             throw new UsageException($"unknown protocol '{protocolName}' (known: {string.Join(", ", ProtocolRegistry.Names)})");
         var workload = makeWorkload();
         using var db = new Database();
         workload.Load(db);
-        var protocol = ProtocolRegistry.Create(protocolName, ProtocolSetup.For(db, options.Threads));
+        var protocol = ProtocolRegistry.Create(protocolName, ProtocolSetup.For(db, options.Threads) with { Strife = strife });
         var result = WorkerPool.Run(protocol, workload, options, progress);
         SerializabilityChecker.Report? report = result.History is null ? null : SerializabilityChecker.Check(result.History);
         var reasons = Enum.GetValues<AbortReason>().Where(r => r != AbortReason.None && result.Total.Aborts[(int)r] > 0)
@@ -40,7 +42,8 @@ public static class Runner
                           result.Total.LatencyPercentileMicros(50), result.Total.LatencyPercentileMicros(99),
                           report?.Transactions ?? -1, report?.Anomalies.Count ?? -1,
                           report?.Anomalies.FirstOrDefault() is { } a ? $"{a.Kind}: {a.Description}" : null, warnings, db.MemoryBytes,
-                          protocol is Engine.Protocols.StealDB.StealDb steal ? steal.StolenShare : null);
+                          protocol is Engine.Protocols.StealDB.StealDb steal ? steal.StolenShare : null,
+                          protocol is Engine.Protocols.Strife.StrifeProtocol batches ? batches.Counts.ResidualShare : null);
     }
 
     public static string Table(IReadOnlyList<RunRow> rows)

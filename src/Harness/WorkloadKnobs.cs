@@ -13,6 +13,7 @@ public sealed class WorkloadKnobs
     readonly Option<int> _requests = new("--requests") { Description = "ycsb: requests per transaction", DefaultValueFactory = _ => 16 };
     readonly Option<double> _readFraction = new("--read-fraction") { Description = "ycsb: fraction of requests that read", DefaultValueFactory = _ => 0.5 };
     readonly Option<double> _theta = new("--theta") { Description = "ycsb: Zipf skew in [0, 1)", DefaultValueFactory = _ => 0.9 };
+    readonly Option<int> _partitions = new("--partitions") { Description = "ycsb: key ranges, each with its own hot keys; a transaction stays in one", DefaultValueFactory = _ => 1 };
     readonly Option<int> _tables = new("--tables") { Description = "stealdb: tables", DefaultValueFactory = _ => 32 };
     readonly Option<int> _tableRows = new("--table-rows") { Description = "stealdb: records per table", DefaultValueFactory = _ => 100_000 };
     readonly Option<int> _ops = new("--ops") { Description = "stealdb: increments per transaction (one per table)", DefaultValueFactory = _ => 32 };
@@ -24,13 +25,13 @@ public sealed class WorkloadKnobs
 
     public void AddTo(Command command)
     {
-        foreach (var o in new Option[] { _rows, _requests, _readFraction, _theta, _tables, _tableRows, _ops, _hot, _warehouses, _noInserts, _newOrderOnly, _orderCapacity })
+        foreach (var o in new Option[] { _rows, _requests, _readFraction, _theta, _partitions, _tables, _tableRows, _ops, _hot, _warehouses, _noInserts, _newOrderOnly, _orderCapacity })
             command.Options.Add(o);
     }
 
     public Func<IWorkload> Factory(string name, ParseResult p) => name switch
     {
-        "ycsb" => () => new Ycsb(p.GetValue(_rows), p.GetValue(_requests), p.GetValue(_readFraction), p.GetValue(_theta)),
+        "ycsb" => () => new Ycsb(p.GetValue(_rows), p.GetValue(_requests), p.GetValue(_readFraction), p.GetValue(_theta), p.GetValue(_partitions)),
         "stealdb" => () => new StealDbMicro(p.GetValue(_tables), p.GetValue(_tableRows), p.GetValue(_ops), p.GetValue(_hot)),
         "tpcc" => () => new Tpcc(p.GetValue(_warehouses), !p.GetValue(_noInserts), p.GetValue(_orderCapacity), p.GetValue(_newOrderOnly)),
         _ => throw new UsageException($"unknown workload '{name}' (known: {string.Join(", ", Workloads)})"),

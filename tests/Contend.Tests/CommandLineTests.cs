@@ -21,7 +21,10 @@ public class CommandLineTests
     [InlineData("unknown workload 'nope' (known: ycsb, stealdb, tpcc)", "run", "--protocol", "NoWait", "--workload", "nope")]
     [InlineData("zipf: theta = 1.5 must be in [0, 1)", "run", "--protocol", "NoWait", "--theta", "1.5", "--rows", "1000")]
     [InlineData("--threads 0: must be in 1..255", "run", "--protocol", "NoWait", "--threads", "0")]
-    [InlineData("unknown study 'nope' (known: stealdb)", "study", "nope")]
+    [InlineData("unknown study 'nope' (known: stealdb, strife)", "study", "nope")]
+    [InlineData("Strife alpha 2: must be in (0, 1]", "run", "--protocol", "Strife", "--alpha", "2")]
+    [InlineData("Strife batch size 0: must be 1..1000000", "run", "--protocol", "Strife", "--batch", "0")]
+    [InlineData("ycsb: partitions = 0 must be in 1..rows/2", "run", "--protocol", "Strife", "--partitions", "0", "--rows", "1000")]
     [InlineData("--repeats 0: must be in 1..100", "study", "stealdb", "--repeats", "0")]
     [InlineData("stealdb: ops = 40 must be in 1..32 (one op per table)", "run", "--protocol", "NoWait", "--workload", "stealdb", "--ops", "40")]
     public void BadInputExitsTwoWithOneLine(string message, params string[] args)
@@ -77,6 +80,28 @@ public class CommandLineTests
         }
         Assert.Contains("StealDB >= 1.8x vanilla MCS 2PL", File.ReadAllText(Path.Combine(results, "summary.md")));
         Assert.Contains("48.0K vs 22.1K", output);
+        Directory.Delete(dir, recursive: true);
+    }
+
+    [Fact]
+    public void StrifeStudyWritesItsFiguresAndSummary()
+    {
+        string dir = Path.Combine(Path.GetTempPath(), $"contend-study-{Guid.NewGuid():N}");
+        var (code, output, err) = Contend("study", "strife", "--small", "--seconds", "0.1", "--warmup", "0", "--repeats", "1", "--out", dir);
+        Assert.True(code == 0, err);
+        string results = Path.Combine(dir, "strife");
+        foreach (string figure in new[] { "tpcc", "ycsb-theta", "ycsb-partitions" })
+        {
+            var lines = File.ReadAllLines(Path.Combine(results, $"{figure}.csv"));
+            Assert.Equal(1 + 2 * Harness.Studies.StrifeStudy.Protocols.Length, lines.Length);
+            Assert.All(lines.Skip(1), l => Assert.StartsWith($"{figure},", l));
+            // Strife's rows carry the share its analysis left residual; the others leave it empty.
+            Assert.All(lines.Skip(1).Where(l => l.Split(',')[2] == "Strife"), l => Assert.NotEqual("", l.Split(',')[10]));
+            foreach (string plot in new[] { "throughput", "aborts" })
+                Assert.True(new FileInfo(Path.Combine(results, $"{figure}-{plot}.png")).Length > 1000);
+        }
+        Assert.Contains("Strife >= 1.5x the best 2PL", File.ReadAllText(Path.Combine(results, "summary.md")));
+        Assert.Contains("up to 2x", output);
         Directory.Delete(dir, recursive: true);
     }
 }

@@ -37,7 +37,7 @@ public abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtocol
                 continue;
             }
             var table = Db[op.TableId];
-            int row = table.Find(key);
+            int row = ctx.RowsKnown && ctx.OpRow[i] >= 0 ? ctx.OpRow[i] : table.Find(key);
             if (row < 0)
             {
                 Abort(ctx);

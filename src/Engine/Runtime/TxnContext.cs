@@ -34,6 +34,11 @@ public sealed class TxnContext
     /// changes with them (Strife's residuals: NO_WAIT first, WaitDie after); kept by the
     /// caller that retries.</summary>
     public int ConflictRetries;
+    /// <summary>When set, <see cref="OpRow"/>[i] is op i's row as a batch protocol's analysis
+    /// resolved it (rows are never deleted, so a found row stays right), or -1 to look it up:
+    /// the op loop then skips the index lookup. Cleared by <see cref="Start"/>.</summary>
+    public bool RowsKnown;
+    public readonly int[] OpRow = new int[MaxOps];
 
     // The access set: one entry per distinct row the attempt touched.
     public int AccessCount;
@@ -75,6 +80,7 @@ public sealed class TxnContext
         Program = program;
         Timestamp = timestamp;
         ConflictRetries = 0;
+        RowsKnown = false;
     }
 
     /// <summary>Starts an attempt of the current transaction with empty access and insert sets.</summary>

@@ -23,7 +23,8 @@ public sealed record StudyOptions(int Threads = 2, double Seconds = 2, double Wa
 public sealed record StudyRun(string Figure, string Point, string Protocol, int Repeat, RunRow Row);
 
 /// <summary>One series point: the median over repeats.</summary>
-public sealed record StudyPoint(string Figure, string Point, string Protocol, double Throughput, double AbortRate, double StolenShare, int Repeats);
+public sealed record StudyPoint(string Figure, string Point, string Protocol, double Throughput, double AbortRate, double StolenShare, int Repeats,
+                                double ResidualShare = double.NaN);
 
 /// <summary>A figure: one workload per x point, the same protocols at each.</summary>
 public sealed record Figure(string Name, string Title, string XLabel, IReadOnlyList<(string Label, Func<IWorkload> Make)> Points, IReadOnlyList<string> Protocols);
@@ -55,7 +56,8 @@ public static class Study
          from protocol in figure.Protocols
          let rows = runs.Where(r => r.Point == label && r.Protocol == protocol).Select(r => r.Row).ToList()
          select new StudyPoint(figure.Name, label, protocol, Median(rows.Select(r => r.Throughput)), Median(rows.Select(r => r.AbortRate)),
-                               Median(rows.Select(r => r.StolenShare ?? double.NaN)), rows.Count)).ToList();
+                               Median(rows.Select(r => r.StolenShare ?? double.NaN)), rows.Count,
+                               Median(rows.Select(r => r.ResidualShare ?? double.NaN)))).ToList();
 
     static double Median(IEnumerable<double> values)
     {
@@ -67,13 +69,14 @@ public static class Study
     public static void WriteCsv(string path, IReadOnlyList<StudyRun> runs, Dictionary<string, string> metadata)
     {
         var csv = new StringBuilder();
-        csv.AppendLine("figure,point,protocol,repeat,threads,seconds,commits,txn_per_s,abort_rate,stolen_share,p50_us,p99_us,config,command,commit,machine,date");
+        csv.AppendLine("figure,point,protocol,repeat,threads,seconds,commits,txn_per_s,abort_rate,stolen_share,residual_share,p50_us,p99_us,config,command,commit,machine,date");
         foreach (var r in runs)
         {
             csv.AppendLine(string.Join(",", new[]
             {
                 r.Figure, r.Point, r.Protocol, Runner.Inv(r.Repeat + 1), Runner.Inv(r.Row.Threads), Runner.Inv(r.Row.Seconds), Runner.Inv(r.Row.Commits), Runner.Inv(r.Row.Throughput),
-                Runner.Inv(r.Row.AbortRate), r.Row.StolenShare is { } stolen ? Runner.Inv(stolen) : "", Runner.Inv(r.Row.P50Micros), Runner.Inv(r.Row.P99Micros),
+                Runner.Inv(r.Row.AbortRate), r.Row.StolenShare is { } stolen ? Runner.Inv(stolen) : "",
+                r.Row.ResidualShare is { } residual ? Runner.Inv(residual) : "", Runner.Inv(r.Row.P50Micros), Runner.Inv(r.Row.P99Micros),
                 r.Row.Config, metadata["command"], metadata["commit"], metadata["machine"], metadata["date"],
             }.Select(Runner.Quote)));
         }

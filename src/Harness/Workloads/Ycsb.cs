@@ -11,8 +11,12 @@ namespace Contend.Harness.Workloads;
 /// request per distinct key (a key drawn again is dropped, as DBx1000's gen_requests does,
 /// so skewed transactions are shorter), each a read with probability <c>readFraction</c> and
 /// otherwise an update of the record.
+/// With <c>partitions</c> P > 1 (Strife's YCSB, seed 002 Section 4.3), the rows are split into P
+/// equal ranges, a transaction belongs to one range chosen uniformly, and its keys are drawn
+/// by the Zipf generator within that range: each range has its own hot keys, and no
+/// transaction crosses ranges.
 /// </summary>
-public sealed class Ycsb(long rows, int requests, double readFraction, double theta) : IWorkload
+public sealed class Ycsb(long rows, int requests, double readFraction, double theta, int partitions = 1) : IWorkload
 {
     public const int RecordSize = 100;
     readonly int _requests = requests;
@@ -20,11 +24,13 @@ public sealed class Ycsb(long rows, int requests, double readFraction, double th
     /// <summary>By request count: a transaction with k distinct keys runs _programs[k].</summary>
     readonly TxnProgram[] _programs = new TxnProgram[requests + 1];
     Zipf _zipf = null!;
+    long _partitionRows;
+    readonly int _partitions = partitions;
 
     public string Name => "ycsb";
 
     public string Describe() =>
-        $"YCSB: {rows:N0} rows x {RecordSize} B, {_requests} requests per transaction, {_readFraction:P0} reads, theta {theta}; " +
+        $"YCSB: {rows:N0} rows x {RecordSize} B{(_partitions > 1 ? $" in {_partitions} partitions" : "")}, {_requests} requests per transaction, {_readFraction:P0} reads, theta {theta}; " +
         "a key drawn twice in a transaction is dropped (DBx1000's rule); no inserts, scans or deletes";
 
     public void Load(Database db)
@@ -32,7 +38,9 @@ public sealed class Ycsb(long rows, int requests, double readFraction, double th
         if (rows < 2 || rows > int.MaxValue) throw new ArgumentOutOfRangeException(nameof(rows), $"ycsb: rows = {rows} must be in 2..{int.MaxValue}");
         if (_requests < 1 || _requests > TxnContext.MaxOps) throw new ArgumentOutOfRangeException("requests", $"ycsb: requests = {_requests} must be in 1..{TxnContext.MaxOps}");
         if (_readFraction is < 0 or > 1) throw new ArgumentOutOfRangeException("readFraction", $"ycsb: read fraction {_readFraction} must be in [0, 1]");
-        _zipf = new Zipf(rows - 1, theta);
+        if (_partitions < 1 || _partitions > rows / 2) throw new ArgumentOutOfRangeException("partitions", $"ycsb: partitions = {_partitions} must be in 1..rows/2");
+        _partitionRows = rows / _partitions;
+        _zipf = new Zipf(_partitionRows - 1, theta);
         var table = db.Create("usertable", RecordSize, (int)rows);
         for (long key = 0; key < rows; key++)
         {
@@ -58,10 +66,11 @@ public sealed class Ycsb(long rows, int requests, double readFraction, double th
         {
             var args = ctx.Args;
             int n = w._requests, count = 0;
+            long first = w._partitions == 1 ? 0 : (long)(Rng.Next(ref _rng) % (ulong)w._partitions) * w._partitionRows;
             for (int draw = 0; draw < n; draw++)
             {
                 long write = Rng.NextDouble(ref _rng) < w._readFraction ? 0 : 1;
-                long key = w._zipf.Next(ref _rng);
+                long key = first + w._zipf.Next(ref _rng);
                 bool fresh = true;
                 for (int j = 0; j < count; j++) fresh &= args[j] != key;
                 if (!fresh) continue;

@@ -60,10 +60,12 @@ internal sealed class StrifeAnalysis(Database db, StrifeOptions options, Mutants
             if (!b.Analysable[slot]) continue;
             foreach (var op in program.Ops)
             {
+                b.OpRow[slot * b.MaxAccess + op.Index] = -1;
                 if (op.Mode == AccessMode.Insert) continue;
                 var table = db[op.TableId];
                 int row = table.Find(op.ResolveKey(args, default));
                 if (row < 0) continue; // the op will abort the transaction by its logic: it touches nothing
+                b.OpRow[slot * b.MaxAccess + op.Index] = row;
                 AddAccess(b, slot, table.Id, row, op.Writes(args));
             }
             int at = slot * b.MaxAccess;

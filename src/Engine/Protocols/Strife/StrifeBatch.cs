@@ -59,6 +59,8 @@ internal sealed class StrifeBatch
     /// <summary>False when a key of the program depends on an earlier op's result: its rows
     /// are not known before it runs, so it goes to the residual (see StrifeAnalysis.cs).</summary>
     public readonly bool[] Analysable;
+    /// <summary>OpRow[slot * MaxAccess + op]: the op's row as pre-processing found it, or -1.</summary>
+    public readonly int[] OpRow;
     public readonly int[] AccessCount;
     public readonly int[] AccessTable, AccessRow;
     public readonly bool[] AccessWrite;
@@ -95,6 +97,7 @@ internal sealed class StrifeBatch
         Timestamp = new long[capacity];
         StartTicks = new long[capacity];
         Analysable = new bool[capacity];
+        OpRow = new int[capacity * MaxAccess];
         AccessCount = new int[capacity];
         AccessTable = new int[capacity * MaxAccess];
         AccessRow = new int[capacity * MaxAccess];

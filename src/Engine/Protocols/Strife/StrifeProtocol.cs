@@ -79,6 +79,32 @@ public sealed class StrifeProtocol : IBatchProtocol
 
     StrifeBatch Buffer(uint number) => _buffers[number & 1];
 
+    StrifeBatch? _alone;
+    uint _aloneNumber = 1u << 31;
+
+    /// <summary>
+    /// Draws one batch from <paramref name="worker"/> and analyses it on the calling thread
+    /// alone, running nothing: the analysis's own cost, for bench/. Its batch numbers start at
+    /// 2^31, apart from the numbers <see cref="Work"/> stamps rows with; do not mix the two on
+    /// one protocol instance at once.
+    /// </summary>
+    public StrifeBatchView AnalyseAlone(BatchWorker worker)
+    {
+        var b = _alone ??= new StrifeBatch(_options.BatchSize, _options.SpotRounds, _aloneNumber, BatchPhase.Idle);
+        uint n = _aloneNumber;
+        b.TryAdvance(n, BatchPhase.Idle, BatchPhase.Starting);
+        b.Open(n, _options.BatchSize);
+        for (int c = 0; c < b.Chunks; c++) _analysis.Fill(b, n, c, worker);
+        _analysis.Spot(b, n);
+        for (int c = 0; c < b.Chunks; c++) _analysis.Allocate(b, n, c, secondRound: false, ref worker.Rng);
+        for (int c = 0; c < b.Chunks; c++) _analysis.Allocate(b, n, c, secondRound: true, ref worker.Rng);
+        _analysis.Merge(b, n);
+        for (int c = 0; c < b.Chunks; c++) _analysis.Reallocate(b, n, c);
+        _analysis.Schedule(b, n);
+        b.Recycle(++_aloneNumber);
+        return new StrifeBatchView(b, n);
+    }
+
     public void Work(BatchWorker worker)
     {
         var wait = new SpinWait();
@@ -281,6 +307,11 @@ public sealed class StrifeProtocol : IBatchProtocol
         var program = b.Program[slot];
         b.ArgsOf(slot)[..program.ArgCount].CopyTo(ctx.Args);
         ctx.Start(program, b.Timestamp[slot]);
+        if (b.Analysable[slot])
+        {
+            b.OpRow.AsSpan(slot * b.MaxAccess, program.Ops.Length).CopyTo(ctx.OpRow);
+            ctx.RowsKnown = true;
+        }
         Observer?.Starting(n, slot, clustered);
     }
 }
