@@ -67,7 +67,9 @@ public sealed class AbortRateColumn : IColumn
         lock (Rates) Rates[key] = rate;
     }
 
-    static string Key(BenchmarkCase c) => FormattableString.Invariant($"{c.Parameters["Protocol"]}/{c.Parameters["Theta"]}/{c.Parameters["Rows"]}");
+    static string Key(BenchmarkCase c) => c.Descriptor.Type == typeof(StealDbThroughput)
+        ? FormattableString.Invariant($"{c.Parameters["Protocol"]}/hot {c.Parameters["Hot"]}")
+        : FormattableString.Invariant($"{c.Parameters["Protocol"]}/{c.Parameters["Theta"]}/{c.Parameters["Rows"]}");
 
     public string Id => nameof(AbortRateColumn);
     public string ColumnName => "Abort rate";
@@ -76,15 +78,16 @@ public sealed class AbortRateColumn : IColumn
     public int PriorityInCategory => 0;
     public bool IsNumeric => true;
     public UnitType UnitType => UnitType.Dimensionless;
-    public string Legend => "conflict aborts per attempt (YCSB throughput only)";
+    public string Legend => "conflict aborts per attempt (the throughput benchmarks only)";
 
     public string GetValue(Summary summary, BenchmarkCase benchmarkCase)
     {
-        if (benchmarkCase.Descriptor.Type != typeof(YcsbThroughput)) return "-";
+        if (benchmarkCase.Descriptor.Type != typeof(YcsbThroughput) && benchmarkCase.Descriptor.Type != typeof(StealDbThroughput)) return "-";
         lock (Rates) return Rates.TryGetValue(Key(benchmarkCase), out var r) ? r.ToString("P1", System.Globalization.CultureInfo.InvariantCulture) : "-";
     }
 
     public string GetValue(Summary summary, BenchmarkCase benchmarkCase, SummaryStyle style) => GetValue(summary, benchmarkCase);
     public bool IsDefault(Summary summary, BenchmarkCase benchmarkCase) => false;
-    public bool IsAvailable(Summary summary) => summary.BenchmarksCases.Any(c => c.Descriptor.Type == typeof(YcsbThroughput));
+    public bool IsAvailable(Summary summary) =>
+        summary.BenchmarksCases.Any(c => c.Descriptor.Type == typeof(YcsbThroughput) || c.Descriptor.Type == typeof(StealDbThroughput));
 }

@@ -58,6 +58,13 @@ machine Memory {
   }
   fun WriteCtx(t: int, v: Token) { stealCtx[t] = v; gen[t] = gen[t] + 1; }
   fun NoFrame(): Frame { return (op = (t = -1, i = -1), pc = CHECK, pred = -1, hand = (from = -1, gen = -1, tok = (t = -1, i = 0)), hasHand = false); }
+  // The lowest-index op of t nobody has claimed, or -1.
+  fun Unclaimed(t: int): int {
+    var i: int;
+    while (i < Ops(t)) { if (opTid[(t = t, i = i)] == t) { return i; } i = i + 1; }
+    return -1;
+  }
+
   fun NewFrame(o: OpId): Frame { return (op = o, pc = CHECK, pred = -1, hand = (from = -1, gen = -1, tok = (t = -1, i = 0)), hasHand = false); }
 
   // Algorithm 1 for an idle owner: OwnerRunNext, OwnerDecide, OwnerRelease, OwnerFinish.
@@ -66,6 +73,15 @@ machine Memory {
     t = req.t;
     if (phase[t] == RUN && req.cursor < sizeof(rq[t])) {
       send req.w, eOwnerDone, (cursor = req.cursor + 1, push = true, frame = NewFrame((t = t, i = rq[t][req.cursor])), finished = false);
+      return;
+    }
+    if (phase[t] == RUN && Doomed(t) && Unclaimed(t) >= 0 && $) {
+      // OwnerCloseOp: a doomed owner runs, in index order, an op nobody claimed; the frame
+      // claims it and finds it doomed (the engine's CloseUnclaimed, which must not leave an
+      // op whose words it reuses for the next transaction).
+      i = Unclaimed(t);
+      announce eClosed, (t = t, i = i);
+      send req.w, eOwnerDone, (cursor = req.cursor, push = true, frame = NewFrame((t = t, i = i)), finished = false);
       return;
     }
     if (phase[t] == RUN) {

@@ -113,3 +113,10 @@ spec StealReachable observes eRanBy {
     }
   }
 }
+
+// The owner of a doomed transaction closes an op nobody claimed (OwnerCloseOp).
+spec CloseReachable observes eClosed {
+  start state Watching {
+    on eClosed do (o: OpId) { assert false, format("CloseReachable: the owner of transaction {0} closed its unclaimed op {1}", o.t, o.i); }
+  }
+}

@@ -40,3 +40,4 @@ event eReleased: (rec: int, t: int);      // a transaction releases a lock conte
 event eRequested: (rec: int, t: int);     // a transaction appends a lock context
 event eTaken: (from: int, gen: int);      // a steal context is taken from a word
 event eRanBy: (op: OpId, by: int);       // an op executed on the worker of transaction `by`
+event eClosed: OpId;                      // OwnerCloseOp: a doomed owner runs an op nobody claimed
