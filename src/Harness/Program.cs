@@ -49,6 +49,7 @@ run.SetAction(parse =>
     }
     else row = Runner.RunOne(name, make, options, strife: strife);
     Print([row]);
+    if (row.Detail is not null) Console.WriteLine(row.Detail);
     Console.WriteLine($"{row.Config}\ntables and indexes: {row.TableBytes / (1024.0 * 1024 * 1024):F2} GiB");
     if (prefix is not null) Runner.Write(prefix, [row], Runner.Metadata(Environment.CommandLine, options.Seed));
     return row.Anomalies > 0 ? 1 : 0;

@@ -16,7 +16,7 @@ public sealed record RunRow(string Protocol, string Workload, string Config, int
                             double Throughput, double AbortRate, long UserAborts, IReadOnlyDictionary<string, long> AbortsByReason,
                             double P50Micros, double P99Micros, int CheckedTransactions, int Anomalies, string? FirstAnomaly,
                             IReadOnlyList<string> Warnings, long TableBytes, double? StolenShare = null,
-                            double? ResidualShare = null);
+                            double? ResidualShare = null, string? Detail = null);
 
 /// <summary>Runs one protocol over one freshly loaded workload, and checks its history when asked.</summary>
 public static class Runner
@@ -43,7 +43,18 @@ public static class Runner
                           report?.Transactions ?? -1, report?.Anomalies.Count ?? -1,
                           report?.Anomalies.FirstOrDefault() is { } a ? $"{a.Kind}: {a.Description}" : null, warnings, db.MemoryBytes,
                           protocol is Engine.Protocols.StealDB.StealDb steal ? steal.StolenShare : null,
-                          protocol is Engine.Protocols.Strife.StrifeProtocol batches ? batches.Counts.ResidualShare : null);
+                          protocol is Engine.Protocols.Strife.StrifeProtocol batches ? batches.Counts.ResidualShare : null,
+                          protocol is Engine.Protocols.Strife.StrifeProtocol analysed ? StrifeDetail(analysed, options, result) : null);
+    }
+
+    /// <summary>What Strife's analyses made of the run's batches, and what they cost (warm-up included).</summary>
+    static string StrifeDetail(Engine.Protocols.Strife.StrifeProtocol strife, RunOptions options, RunResult result)
+    {
+        var c = strife.Counts;
+        double workerSeconds = options.Threads * (options.WarmupSeconds + result.MeasuredSeconds);
+        return string.Create(CultureInfo.InvariantCulture,
+            $"Strife: {c.Batches:N0} batches of up to {strife.Options.BatchSize:N0}, {c.Clusters / (double)Math.Max(1, c.Batches):F1} clusters per batch after merge, " +
+            $"{c.ResidualShare:P1} residual; analysis {c.AnalysisSeconds:F2} of {workerSeconds:F1} worker-seconds (warm-up included)");
     }
 
     public static string Table(IReadOnlyList<RunRow> rows)
