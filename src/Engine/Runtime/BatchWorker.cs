@@ -57,7 +57,8 @@ public sealed class BatchWorker(TxnContext ctx, ITransactionSource source, Worke
     /// <summary>The worker's next transaction: its program, and its arguments in <see cref="Ctx"/>.</summary>
     public TxnProgram Draw() => source.Next(Ctx);
 
-    public long NextTimestamp() => Interlocked.Increment(ref Control.Timestamps);
+    /// <summary>Reserves <paramref name="count"/> consecutive WaitDie timestamps; returns the first.</summary>
+    public long NextTimestamps(int count) => Interlocked.Add(ref Control.Timestamps, count) - count + 1;
 
     /// <summary>Counts an attempt's outcome; the counters restart when measuring starts. Outcomes
     /// after the stop count too: the pool measures until the last batch is done.</summary>

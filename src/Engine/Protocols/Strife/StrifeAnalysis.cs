@@ -45,15 +45,19 @@ internal sealed class StrifeAnalysis(Database db, StrifeOptions options, Mutants
     /// step of Section 3: "the set of data items accessed in a write mode").</summary>
     public void Fill(StrifeBatch b, uint number, int chunk, BatchWorker worker)
     {
-        int end = Math.Min(b.Count, (chunk + 1) * StrifeBatch.ChunkSize);
-        for (int slot = chunk * StrifeBatch.ChunkSize; slot < end; slot++)
+        int start = chunk * StrifeBatch.ChunkSize, end = Math.Min(b.Count, start + StrifeBatch.ChunkSize);
+        // One clock read and one timestamp reservation a chunk, not a transaction: the chunk's
+        // transactions enter the batch together, and a shared counter is a contended line.
+        long entered = Stopwatch.GetTimestamp();
+        long firstTimestamp = worker.NextTimestamps(end - start);
+        for (int slot = start; slot < end; slot++)
         {
             var program = worker.Draw();
             b.Program[slot] = program;
             var args = b.ArgsOf(slot);
             worker.Ctx.Args.AsSpan(0, program.ArgCount).CopyTo(args);
-            b.Timestamp[slot] = worker.NextTimestamp();
-            b.StartTicks[slot] = Stopwatch.GetTimestamp();
+            b.Timestamp[slot] = firstTimestamp + (slot - start);
+            b.StartTicks[slot] = entered;
             b.Place[slot] = StrifeBatch.Unplaced;
             b.AccessCount[slot] = 0;
             b.Analysable[slot] = !program.HasKeyDependencies;
