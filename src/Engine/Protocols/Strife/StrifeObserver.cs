@@ -38,11 +38,8 @@ public readonly struct StrifeBatchView
     public uint Number { get; }
     public int Count => _batch.Count;
     public TxnProgram Program(int slot) => _batch.Program[slot];
-    public ReadOnlySpan<long> Args(int slot) => _batch.ArgsOf(slot)[.._batch.Program[slot].ArgCount];
     /// <summary>The slot's cluster (merge's root), or -1 for the residual.</summary>
     public int Cluster(int slot) => _batch.Place[slot];
-    /// <summary>False when the slot went to the residual unanalysed (a key depends on a result).</summary>
-    public bool Analysable(int slot) => _batch.Analysable[slot];
     /// <summary>Clusters after merge; fewer than <see cref="AllocatedClusters"/> when merge joined some.</summary>
     public int Clusters => _batch.WorkClusters;
     /// <summary>Clusters spot made, which allocate filled (each holds its seed).</summary>
