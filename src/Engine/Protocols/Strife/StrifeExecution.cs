@@ -35,31 +35,8 @@ internal sealed class NoWaitThenWaitDie(ProtocolSetup setup, int maxNoWait) : Lo
 
     public override string Name => "Strife/residual";
 
-    protected override bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason)
-    {
-        bool noWait = ctx.ConflictRetries < maxNoWait;
-        var wait = new SpinWait();
-        while (true)
-        {
-            var result = TryLockWord(ctx, table, access, exclusive, out long holder);
-            if (result == LockResult.Acquired)
-            {
-                reason = AbortReason.None;
-                return true;
-            }
-            if (result == LockResult.Conflict && noWait)
-            {
-                reason = AbortReason.LockBusy;
-                return false;
-            }
-            if (result == LockResult.Conflict && ctx.Timestamp >= holder)
-            {
-                reason = AbortReason.Die;
-                return false;
-            }
-            Spin.Once(ref wait);
-        }
-    }
+    protected override bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason) =>
+        LockOrDie(ctx, table, access, exclusive, noWait: ctx.ConflictRetries < maxNoWait, dieWhenYounger: true, out reason);
 
     protected override void Abort(TxnContext ctx)
     {

@@ -97,6 +97,37 @@ public abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(setu
         for (int i = 0; i < ctx.AccessCount; i++) Unlock(ctx, Db[ctx.AccTable[i]], i);
     }
 
+    /// <summary>
+    /// Takes or upgrades the lock, spinning over CASes lost to other shared holders (not a
+    /// conflict). On a conflict: with <paramref name="noWait"/>, aborts (NoWait's LockBusy);
+    /// else a requester younger than the oldest holder dies when <paramref name="dieWhenYounger"/>,
+    /// and an older one waits (WaitDie).
+    /// </summary>
+    protected static bool LockOrDie(TxnContext ctx, Table table, int access, bool exclusive, bool noWait, bool dieWhenYounger, out AbortReason reason)
+    {
+        var wait = new SpinWait();
+        while (true)
+        {
+            var result = TryLockWord(ctx, table, access, exclusive, out long holder);
+            if (result == LockResult.Acquired)
+            {
+                reason = AbortReason.None;
+                return true;
+            }
+            if (result == LockResult.Conflict && noWait)
+            {
+                reason = AbortReason.LockBusy;
+                return false;
+            }
+            if (result == LockResult.Conflict && dieWhenYounger && ctx.Timestamp >= holder)
+            {
+                reason = AbortReason.Die;
+                return false;
+            }
+            Spin.Once(ref wait);
+        }
+    }
+
     /// <summary>One attempt at the word for access <paramref name="access"/>: a fresh lock or an upgrade.</summary>
     protected static LockResult TryLockWord(TxnContext ctx, Table table, int access, bool exclusive, out long holderTimestamp)
     {
@@ -125,22 +156,7 @@ public sealed class NoWait(ProtocolSetup setup) : LockingProtocol(setup)
             reason = AbortReason.None;
             return true;
         }
-        var wait = new SpinWait();
-        while (true)
-        {
-            switch (TryLockWord(ctx, table, access, exclusive, out _))
-            {
-                case LockResult.Acquired:
-                    reason = AbortReason.None;
-                    return true;
-                case LockResult.Conflict:
-                    reason = AbortReason.LockBusy;
-                    return false;
-                default:
-                    Spin.Once(ref wait); // lost a CAS to another shared holder: not a conflict
-                    break;
-            }
-        }
+        return LockOrDie(ctx, table, access, exclusive, noWait: true, dieWhenYounger: true, out reason);
     }
 }
 
@@ -152,23 +168,6 @@ public sealed class WaitDie(ProtocolSetup setup) : LockingProtocol(setup)
 
     public override string Name => "WaitDie";
 
-    protected override bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason)
-    {
-        var wait = new SpinWait();
-        while (true)
-        {
-            var result = TryLockWord(ctx, table, access, exclusive, out long holder);
-            if (result == LockResult.Acquired)
-            {
-                reason = AbortReason.None;
-                return true;
-            }
-            if (result == LockResult.Conflict && ctx.Timestamp >= holder && !_youngerWaits)
-            {
-                reason = AbortReason.Die;
-                return false;
-            }
-            Spin.Once(ref wait);
-        }
-    }
+    protected override bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason) =>
+        LockOrDie(ctx, table, access, exclusive, noWait: false, dieWhenYounger: !_youngerWaits, out reason);
 }
