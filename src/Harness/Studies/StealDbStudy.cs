@@ -34,59 +34,13 @@ public static class StealDbStudy
         ];
     }
 
-    public static int Run(StudyOptions options, string outDirectory, string commandLine, TextWriter log)
-    {
-        options.Validate();
-        string dir = Study.PrepareDirectory(outDirectory);
-        var metadata = Runner.Metadata(commandLine, options.Seed);
-        var summary = new StringBuilder();
-        summary.AppendLine("# StealDB study (seed 000, Section 4), measured");
-        summary.AppendLine();
-        summary.AppendLine($"- command: `{metadata["command"]}`");
-        summary.AppendLine($"- commit {metadata["commit"]}; {metadata["machine"]}; {metadata["date"]}");
-        summary.AppendLine($"- {options.Threads} workers, {options.Seconds.ToString(CultureInfo.InvariantCulture)} s measured after {options.Warmup.ToString(CultureInfo.InvariantCulture)} s warm-up, " +
-                           $"{options.Repeats} repeats per point (protocols in rotating order), medians below; every run is in the CSVs");
-        summary.AppendLine();
-        var all = new List<StudyPoint>();
-        foreach (var figure in Figures(options))
-        {
-            log.WriteLine($"{figure.Title}");
-            var runs = Study.Measure(figure, options, line => log.WriteLine(line));
-            Study.WriteCsv(Path.Combine(dir, $"{figure.Name}.csv"), runs, metadata);
-            var points = Study.Medians(figure, runs);
-            all.AddRange(points);
-            Study.Plot(dir, figure, points, $"{options.Repeats} repeats, medians; commit {metadata["commit"]}");
-            summary.Append(Table(figure, points));
-        }
-        summary.Append(Verdict(all));
-        Runner.Atomic(Path.Combine(dir, "summary.md"), summary.ToString());
-        log.WriteLine();
-        log.Write(summary.ToString());
-        log.WriteLine($"written: {dir}/summary.md, micro.csv, neworder.csv and a throughput and an abort-rate PNG per figure");
-        return 0;
-    }
+    public static int Run(StudyOptions options, string outDirectory, string commandLine, TextWriter log) =>
+        Study.Run("StealDB study (seed 000, Section 4)", Figures(options), options, outDirectory, commandLine, log, Table, Verdict);
 
     static string Table(Figure figure, IReadOnlyList<StudyPoint> points)
     {
-        var sb = new StringBuilder();
-        sb.AppendLine($"## {figure.Title}");
-        sb.AppendLine();
-        sb.AppendLine($"Committed txn/s (abort rate; share of ops run by a waiter for StealDB's code). x: {figure.XLabel}.");
-        sb.AppendLine();
-        sb.AppendLine("| protocol | " + string.Join(" | ", figure.Points.Select(p => p.Label)) + " |");
-        sb.AppendLine("| --- |" + string.Concat(figure.Points.Select(_ => " ---: |")));
-        foreach (string protocol in figure.Protocols)
-        {
-            sb.Append($"| {protocol} |");
-            foreach (var (label, _) in figure.Points)
-            {
-                var p = points.Single(q => q.Point == label && q.Protocol == protocol);
-                string stolen = double.IsNaN(p.StolenShare) ? "" : $", {p.StolenShare:P0} stolen";
-                sb.Append(CultureInfo.InvariantCulture, $" {p.Throughput:N0} ({p.AbortRate:P1}{stolen}) |");
-            }
-            sb.AppendLine();
-        }
-        sb.AppendLine();
+        var sb = new StringBuilder(Study.ThroughputTable(figure, points, "; share of ops run by a waiter for StealDB's code",
+                                                         p => double.IsNaN(p.StolenShare) ? "" : $", {p.StolenShare:P0} stolen"));
         sb.AppendLine("| ratio | " + string.Join(" | ", figure.Points.Select(p => p.Label)) + " |");
         sb.AppendLine("| --- |" + string.Concat(figure.Points.Select(_ => " ---: |")));
         foreach (string baseline in new[] { "StealDBNoSteal", "Mcs", "StealDBBasicWS" })

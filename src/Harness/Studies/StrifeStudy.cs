@@ -43,60 +43,14 @@ public static class StrifeStudy
         ];
     }
 
-    public static int Run(StudyOptions options, string outDirectory, string commandLine, TextWriter log)
-    {
-        options.Validate();
-        string dir = Study.PrepareDirectory(outDirectory);
-        var metadata = Runner.Metadata(commandLine, options.Seed);
-        var summary = new StringBuilder();
-        summary.AppendLine("# Strife study (seed 002, Section 4), measured");
-        summary.AppendLine();
-        summary.AppendLine($"- command: `{metadata["command"]}`");
-        summary.AppendLine($"- commit {metadata["commit"]}; {metadata["machine"]}; {metadata["date"]}");
-        summary.AppendLine($"- {options.Threads} workers, {options.Seconds.ToString(CultureInfo.InvariantCulture)} s measured after {options.Warmup.ToString(CultureInfo.InvariantCulture)} s warm-up, " +
-                           $"{options.Repeats} repeats per point (protocols in rotating order), medians below; every run is in the CSVs");
-        summary.AppendLine($"- Strife with its defaults: {new Engine.Protocols.Strife.StrifeOptions().Resolve(options.Threads)}");
-        summary.AppendLine();
-        var all = new List<StudyPoint>();
-        foreach (var figure in Figures(options))
-        {
-            log.WriteLine(figure.Title);
-            var runs = Study.Measure(figure, options, line => log.WriteLine(line));
-            Study.WriteCsv(Path.Combine(dir, $"{figure.Name}.csv"), runs, metadata);
-            var points = Study.Medians(figure, runs);
-            all.AddRange(points);
-            Study.Plot(dir, figure, points, $"{options.Repeats} repeats, medians; commit {metadata["commit"]}");
-            summary.Append(Table(figure, points));
-        }
-        summary.Append(Verdict(all));
-        Runner.Atomic(Path.Combine(dir, "summary.md"), summary.ToString());
-        log.WriteLine();
-        log.Write(summary.ToString());
-        log.WriteLine($"written: {dir}/summary.md, tpcc.csv, ycsb-theta.csv, ycsb-partitions.csv and a throughput and an abort-rate PNG per figure");
-        return 0;
-    }
+    public static int Run(StudyOptions options, string outDirectory, string commandLine, TextWriter log) =>
+        Study.Run("Strife study (seed 002, Section 4)", Figures(options), options, outDirectory, commandLine, log, Table, Verdict,
+                  $"Strife with its defaults: {new Engine.Protocols.Strife.StrifeOptions().Resolve(options.Threads)}");
 
     static string Table(Figure figure, IReadOnlyList<StudyPoint> points)
     {
-        var sb = new StringBuilder();
-        sb.AppendLine($"## {figure.Title}");
-        sb.AppendLine();
-        sb.AppendLine($"Committed txn/s (abort rate; for Strife, the share of transactions its analysis left residual). x: {figure.XLabel}.");
-        sb.AppendLine();
-        sb.AppendLine("| protocol | " + string.Join(" | ", figure.Points.Select(p => p.Label)) + " |");
-        sb.AppendLine("| --- |" + string.Concat(figure.Points.Select(_ => " ---: |")));
-        foreach (string protocol in figure.Protocols)
-        {
-            sb.Append($"| {protocol} |");
-            foreach (var (label, _) in figure.Points)
-            {
-                var p = points.Single(q => q.Point == label && q.Protocol == protocol);
-                string residual = double.IsNaN(p.ResidualShare) ? "" : $", {p.ResidualShare:P0} residual";
-                sb.Append(CultureInfo.InvariantCulture, $" {p.Throughput:N0} ({p.AbortRate:P1}{residual}) |");
-            }
-            sb.AppendLine();
-        }
-        sb.AppendLine();
+        var sb = new StringBuilder(Study.ThroughputTable(figure, points, "; for Strife, the share of transactions its analysis left residual",
+                                                         p => double.IsNaN(p.ResidualShare) ? "" : $", {p.ResidualShare:P0} residual"));
         sb.AppendLine("| ratio | " + string.Join(" | ", figure.Points.Select(p => p.Label)) + " |");
         sb.AppendLine("| --- |" + string.Concat(figure.Points.Select(_ => " ---: |")));
         sb.Append("| Strife / best 2PL |");

@@ -110,6 +110,71 @@ public static class Study
         }
     }
 
+    /// <summary>
+    /// Runs every figure of a study, writing its CSV and PNGs as it goes, then summary.md: the
+    /// provenance, <paramref name="settings"/>, each figure's <paramref name="table"/> and the
+    /// <paramref name="verdict"/> over all points.
+    /// </summary>
+    public static int Run(string heading, IReadOnlyList<Figure> figures, StudyOptions options, string outDirectory, string commandLine,
+                          TextWriter log, Func<Figure, IReadOnlyList<StudyPoint>, string> table, Func<IReadOnlyList<StudyPoint>, string> verdict,
+                          string? settings = null)
+    {
+        options.Validate();
+        string dir = PrepareDirectory(outDirectory);
+        var metadata = Runner.Metadata(commandLine, options.Seed);
+        var summary = new StringBuilder();
+        summary.AppendLine($"# {heading}, measured");
+        summary.AppendLine();
+        summary.AppendLine($"- command: `{metadata["command"]}`");
+        summary.AppendLine($"- commit {metadata["commit"]}; {metadata["machine"]}; {metadata["date"]}");
+        summary.AppendLine($"- {options.Threads} workers, {options.Seconds.ToString(CultureInfo.InvariantCulture)} s measured after {options.Warmup.ToString(CultureInfo.InvariantCulture)} s warm-up, " +
+                           $"{options.Repeats} repeats per point (protocols in rotating order), medians below; every run is in the CSVs");
+        if (settings is not null) summary.AppendLine($"- {settings}");
+        summary.AppendLine();
+        var all = new List<StudyPoint>();
+        foreach (var figure in figures)
+        {
+            log.WriteLine(figure.Title);
+            var runs = Measure(figure, options, line => log.WriteLine(line));
+            WriteCsv(Path.Combine(dir, $"{figure.Name}.csv"), runs, metadata);
+            var points = Medians(figure, runs);
+            all.AddRange(points);
+            Plot(dir, figure, points, $"{options.Repeats} repeats, medians; commit {metadata["commit"]}");
+            summary.Append(table(figure, points));
+        }
+        summary.Append(verdict(all));
+        Runner.Atomic(Path.Combine(dir, "summary.md"), summary.ToString());
+        log.WriteLine();
+        log.Write(summary.ToString());
+        log.WriteLine($"written: {dir}/summary.md, {string.Join(", ", figures.Select(f => f.Name + ".csv"))} and a throughput and an abort-rate PNG per figure");
+        return 0;
+    }
+
+    /// <summary>A figure's heading and its table of median throughput per protocol and point, each
+    /// cell with the abort rate and what <paramref name="extra"/> adds (", 40% stolen"), or nothing.</summary>
+    public static string ThroughputTable(Figure figure, IReadOnlyList<StudyPoint> points, string what, Func<StudyPoint, string> extra)
+    {
+        var sb = new StringBuilder();
+        sb.AppendLine($"## {figure.Title}");
+        sb.AppendLine();
+        sb.AppendLine($"Committed txn/s (abort rate{what}). x: {figure.XLabel}.");
+        sb.AppendLine();
+        sb.AppendLine("| protocol | " + string.Join(" | ", figure.Points.Select(p => p.Label)) + " |");
+        sb.AppendLine("| --- |" + string.Concat(figure.Points.Select(_ => " ---: |")));
+        foreach (string protocol in figure.Protocols)
+        {
+            sb.Append($"| {protocol} |");
+            foreach (var (label, _) in figure.Points)
+            {
+                var p = points.Single(q => q.Point == label && q.Protocol == protocol);
+                sb.Append(CultureInfo.InvariantCulture, $" {p.Throughput:N0} ({p.AbortRate:P1}{extra(p)}) |");
+            }
+            sb.AppendLine();
+        }
+        sb.AppendLine();
+        return sb.ToString();
+    }
+
     /// <summary>Creates the output directory (and parents) or says why it cannot, before any run.</summary>
     public static string PrepareDirectory(string directory)
     {
