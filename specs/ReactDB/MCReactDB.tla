@@ -99,4 +99,48 @@ MutantBeginCommit(r) ==
     /\ phase' = [phase EXCEPT ![r] = IF Validation = "linear" THEN "validating" ELSE "locking"]
     /\ UNCHANGED <<status, pc, loaded, buf, queue, holder, spans, rs, ws, failed, step,
                    lock, store, written, starts>>
+
+\* Mutant: a call into the caller's own container is enqueued like any
+\* other (Alg. 2 lines 10-12 dropped), so the callee finds its caller
+\* holding the context and takes the conservative abort.
+MutantCall(n) ==
+    LET m == CurOp(n).sub IN
+    /\ Busy(n) /\ CurOp(n).op = "call" /\ status[m] = "idle"
+    /\ status' = [status EXCEPT ![m] = "queued"]
+    /\ queue' = [queue EXCEPT ![Cont(m)] = Append(@, m)]
+    /\ pc' = [pc EXCEPT ![n] = @ + 1]
+    /\ UNCHANGED <<loaded, buf, holder, spans, rs, ws, failed, phase, step,
+                   lock, store, written, starts>>
+
+\* Mutant: read validation checks the value but not another root's lock.
+MutantReadsValid(r, cont) ==
+    \A k \in Key : (KeyCont(k) = cont /\ rs[r][k] # NoVal) => store[k] = rs[r][k]
+
+\* Mutant: a container's writes are installed when it is validated, not in
+\* the write phase (lockFirst).
+MutantValidateStep(r) ==
+    /\ phase[r] = "validating"
+    /\ IF Validates(r, At(r))
+       THEN /\ store' = [k \in Key |-> IF k \in ws[r][At(r)] THEN r ELSE store[k]]
+            /\ phase' = [phase EXCEPT ![r] = IF Last(r) THEN "writing" ELSE @]
+            /\ step' = [step EXCEPT ![r] = IF Last(r) THEN 1 ELSE @ + 1]
+       ELSE /\ phase' = [phase EXCEPT ![r] = "aborting"]
+            /\ UNCHANGED <<store, step>>
+    /\ UNCHANGED <<status, pc, loaded, buf, queue, holder, spans, rs, ws, failed,
+                   lock, written, starts>>
+
+\* Mutant (TypeOK's twin): an abort hands each lock back to the string
+\* "none" rather than the model value None.
+MutantAbortAll(r) ==
+    /\ phase[r] = "aborting"
+    /\ lock' = [k \in Key |-> IF lock[k] = r THEN "none" ELSE lock[k]]
+    /\ phase' = [phase EXCEPT ![r] = "aborted"]
+    /\ status' = [status EXCEPT ![r] = "done"]
+    /\ holder' = [holder EXCEPT ![r][Cont(r)] = None]
+    /\ UNCHANGED <<pc, loaded, buf, queue, spans, rs, ws, failed, step, store, written, starts>>
+
+\* The paper's executors: a fixed pool of threads per container (D1).  A
+\* thread stays with its (sub-)transaction while it is blocked on a future.
+PoolOf1(cont) == Cardinality(ThreadsOf(cont)) < 1
+PoolOf2(cont) == Cardinality(ThreadsOf(cont)) < 2
 =============================================================================

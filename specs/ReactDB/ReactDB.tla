@@ -20,11 +20,19 @@
 (* writer, so a value identifies a version), writes are buffered.          *)
 (*                                                                         *)
 (* Decisions where the paper is silent or vague (proofs/ReactDB.md, 3):    *)
-(* D1 Threads are unbounded: every dequeued (sub-)transaction runs on its  *)
-(*    own thread.  The paper's scheduler caps ACTIVE threads, and a        *)
-(*    BLOCKED thread lets another run, so any two (sub-)transactions of a  *)
-(*    container can be in progress at once; a cap only removes             *)
-(*    interleavings, so safety here implies safety with the cap.           *)
+(* D1 Threads: by default every dequeued (sub-)transaction gets its own   *)
+(*    thread (ThreadFree is TRUE).  The paper's executor is a fixed pool   *)
+(*    of threads whose scheduler caps ACTIVE ones; a BLOCKED thread lets   *)
+(*    another run but keeps its (sub-)transaction until it completes.  A  *)
+(*    cap or a pool only removes interleavings, so safety here implies    *)
+(*    safety with them; termination does not carry over.  MCReactDB's     *)
+(*    PoolOf1/PoolOf2 override ThreadFree: with one thread per container  *)
+(*    two roots that call into each other's container deadlock            *)
+(*    (ReactDBPaperPoolOf1).  The engine's obligation: a container never  *)
+(*    leaves its queue non-empty while every thread of its pool is        *)
+(*    BLOCKED on a future, i.e. it admits at most pool-1 (sub-)           *)
+(*    transactions that can block at once, or adds a thread when all are  *)
+(*    blocked (proofs/ReactDB.md, 3).                                      *)
 (* D2 A thread uses its context from dequeue until its (sub-)transaction   *)
 (*    completes, waiting for children included.  A sub-transaction         *)
 (*    dequeued while another thread holds its context causes the           *)
@@ -45,6 +53,24 @@
 (*    Validation = "lockFirst" takes every container's write locks first,  *)
 (*    in the same order, then validates every read set: Silo's order of    *)
 (*    phases, across containers.  It is the protocol the engine builds.    *)
+(* D6 Remote containers are validated in one global order, ContainerOrder, *)
+(*    not in the order Algorithm 3 line 7 finds them along the chain of    *)
+(*    sub-transactions.  Validation never waits (D4), so the order decides *)
+(*    only which of two conflicting roots fails, not whether a committed   *)
+(*    run is serializable; a global order is what a waiting validation    *)
+(*    would need against deadlock.  With two containers every order is    *)
+(*    the same: a three-container chain order is not checked.              *)
+(* D7 Sub-transaction logic has no user abort: a root aborts only through  *)
+(*    the conservative abort (D2) or a failed validation.                  *)
+(* D8 The root's thread holds its context in the source container from     *)
+(*    dequeue to the end of the commit (Alg. 1 lines 5-18 run on one       *)
+(*    thread), so an asynchronous call chain that comes back into the      *)
+(*    root's container always takes the conservative abort.                *)
+(*    ConservativeAbortInv says the abort hits no other root.              *)
+(* D9 When its root fails, a running node abandons the rest of its logic   *)
+(*    at its next step (Busy).  Its effects are buffered in a context the  *)
+(*    abort discards, so running on would change nothing but the time it  *)
+(*    takes.                                                               *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets
 
@@ -156,6 +182,15 @@ Submit(r) ==
 \* The context r has in c is free for a new thread (D2).
 ContextFree(r, c) == holder[r][c] = None
 
+\* A node that runs on a thread of its own: a root, or an asynchronous
+\* callee (a synchronous one runs on its caller's thread).
+OwnThread(n) == n \in Root \/ Cont(n) # Cont(CHOOSE p \in SubTxn : n \in Children(p))
+\* The (sub-)transactions that hold a thread of c's executor: dequeued and
+\* not yet complete (a root until the end of its commit).
+ThreadsOf(c) == {n \in SubTxn : OwnThread(n) /\ Cont(n) = c /\ status[n] \in {"running", "waiting"}}
+\* Whether c's executor has a thread for one more dequeue (D1: always).
+ThreadFree(c) == TRUE
+
 \* Alg. 1 lines 5-14: a thread dequeues n and takes its transaction's
 \* context in this container, creating it if need be.  If another thread
 \* holds it, the conservative abort: r fails and n runs nothing.
@@ -163,7 +198,7 @@ Dequeue(c) ==
     LET n == Head(queue[c])
         r == RootOf[n]
     IN
-    /\ queue[c] # << >>
+    /\ queue[c] # << >> /\ ThreadFree(c)
     /\ queue' = [queue EXCEPT ![c] = Tail(@)]
     /\ starts' = [starts EXCEPT ![n] = @ + 1]
     /\ IF ~failed[r] /\ ContextFree(r, c)
@@ -370,11 +405,19 @@ ResultsBeforeCommitInv ==
 
 \* At most one thread runs in a context: a root or asynchronous callee that
 \* is running (a synchronous callee runs on its caller's thread).
-OwnThread(n) == n \in Root \/ Cont(n) # Cont(CHOOSE p \in SubTxn : n \in Children(p))
 OneThreadPerContextInv ==
     \A r \in Root, c \in Container :
         Cardinality({n \in SubTxn : /\ RootOf[n] = r /\ Cont(n) = c /\ OwnThread(n)
                                     /\ status[n] = "running" /\ ~InSyncCall(n)}) <= 1
+
+\* The conservative abort hits a root only if its tree puts two threads in
+\* one of its contexts: two nodes on one container that each run on a
+\* thread of their own (D2, D8).  A synchronous call never does, so a
+\* same-container call that is enqueued instead is caught here.
+SharesContext(r) ==
+    \E n, m \in SubTxn : /\ n # m /\ RootOf[n] = r /\ RootOf[m] = r
+                        /\ OwnThread(n) /\ OwnThread(m) /\ Cont(n) = Cont(m)
+ConservativeAbortInv == \A r \in Root : failed[r] => SharesContext(r)
 
 \* Atomicity across containers: an aborted root wrote nothing anywhere; a
 \* committed one installed its writes in every container it wrote in.
