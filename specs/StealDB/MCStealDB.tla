@@ -57,6 +57,48 @@ TwoHotProg ==
     (t2 :> << Op(A, {}, TRUE, FALSE) >>) @@
     (t3 :> << Op(B, {}, TRUE, FALSE) >>)
 
+\* The hot shape with the user abort on the middle op: the owner can find
+\* op 2 aborted while a waiter still runs op 3, stolen (C4).
+HotEarlyAbortProg == [t \in Txn |-> << Op(Hot, {}, TRUE, FALSE),
+                                       Op(<<t, 1>>, {1}, TRUE, TRUE),
+                                       Op(<<t, 2>>, {1}, TRUE, FALSE) >>]
+
+-----------------------------------------------------------------------------
+(* Retries, as the engine does: an aborted transaction runs again.  The    *)
+(* engine gives each attempt a fresh id (proofs/StealDB.md, 7), so what    *)
+(* still names the old attempt is stale: a steal context that names it     *)
+(* offers nothing, and a claim of one of its ops fails.  The model reuses  *)
+(* the name, so the retry clears those (each is the top frame of its       *)
+(* worker: a frame about to claim, or about to run a context it took).     *)
+(* It resets the ghosts too: this is a model for liveness only.            *)
+
+Stale(f, w) == (f.pc = "check" /\ Owner(f.op) = w) \/ (f.hand # Bot /\ f.hand.tok[1] = w)
+DropStale(v, w) ==
+    IF stack[v] = <<>> \/ ~Stale(Top(v), w) THEN stack[v]
+    ELSE IF Top(v).pc = "check" THEN SubSeq(stack[v], 1, Len(stack[v]) - 1)
+    ELSE [stack[v] EXCEPT ![Len(stack[v])] = [@ EXCEPT !.pc = "wait", !.hand = Bot]]
+
+OwnerRetry(w) ==
+    /\ phase[w] = "aborted"
+    /\ phase' = [phase EXCEPT ![w] = "run"]
+    /\ stack' = [v \in Txn |-> DropStale(v, w)]
+    /\ opTid' = [o \in OpId |-> IF Owner(o) = w THEN w ELSE opTid[o]]
+    /\ opStatus' = [o \in OpId |-> IF Owner(o) = w THEN "none" ELSE opStatus[o]]
+    /\ execCount' = [o \in OpId |-> IF Owner(o) = w THEN 0 ELSE execCount[o]]
+    /\ rq' = [rq EXCEPT ![w] = Roots(w)]
+    /\ cursor' = [cursor EXCEPT ![w] = 1]
+    /\ stealCtx' = [t \in Txn |-> IF t = w \/ (stealCtx[t] # Bot /\ stealCtx[t][1] = w) THEN Bot ELSE stealCtx[t]]
+    /\ gen' = [gen EXCEPT ![w] = 0]
+    /\ reads' = [reads EXCEPT ![w] = [r \in Rec |-> NoVal]]
+    /\ released' = [released EXCEPT ![w] = FALSE]
+    /\ UNCHANGED <<lockQ, store>>
+
+RetryStep(w) == WorkerStep(w) \/ OwnerRetry(w)
+RetrySpec == Init /\ [][(\E w \in Txn : RetryStep(w)) \/ Done]_vars /\ \A w \in Txn : WF_vars(RetryStep(w))
+
+\* Every transaction commits in the end, however often it is retried.
+CommitProp == \A t \in Txn : <>(phase[t] = "committed")
+
 -----------------------------------------------------------------------------
 (* Mutants: a deliberately broken copy of one step each. *)
 
@@ -89,6 +131,19 @@ MutantTimeoutCancelsContext(w) ==
     /\ PopTop(w)
     /\ lockQ' = [lockQ EXCEPT ![RecOf(o)] = SelectSeq(@, LAMBDA x : x # Owner(o))]
     /\ UNCHANGED <<opTid, rq, cursor, stealCtx, phase, store, reads, execCount, released, gen>>
+
+\* TypeOK's twin: Alg. 3 line 10 without its guard "if i_op > 1", so the
+\* last op taken hands down the context <<Ts, 0>>, which names no op.
+MutantStealRunHandsDownZero(w) ==
+    LET f == Top(w) IN LET ts == f.hand.tok[1] IN LET i == f.hand.tok[2] IN
+    LET t == Owner(f.op) IN
+    /\ Busy(w) /\ f.pc = "steal"
+    /\ IF IsRunning(ts)
+         THEN /\ SetTopAndPush(w, [f EXCEPT !.pc = "wait", !.hand = Bot], NewFrame(<<ts, rq[ts][i]>>))
+              /\ WriteCtx(t, <<ts, i - 1>>)
+         ELSE /\ SetTop(w, [f EXCEPT !.pc = "wait", !.hand = Bot])
+              /\ UNCHANGED <<stealCtx, gen>>
+    /\ UNCHANGED <<opTid, opStatus, rq, cursor, lockQ, phase, store, reads, execCount, released>>
 
 \* (e) A waiter that stops waiting once it has nothing left to steal, lock or no lock.
 MutantProceedWithoutLock(w) ==

@@ -7,7 +7,7 @@
 (* that lock's queue and runs one of the lock holder's runnable ops, and  *)
 (* hands the rest of the context down the chain of waiters.               *)
 (*                                                                         *)
-(* Two protocols live here, sharing every step but four:                  *)
+(* Two protocols live here, sharing every step but six:                   *)
 (*   PaperSpec  the paper's Algorithms 1-4 as written.                    *)
 (*   Spec       the corrected protocol the engine implements.             *)
 (* What TLC found about PaperSpec, and why each change was made, is in    *)
@@ -21,6 +21,11 @@
 (*       on a lock-wait threshold; its algorithms show neither.           *)
 (*   C3  A waiter may take back the context it handed down itself        *)
 (*       (WaiterStealBack), so a chain of one waiter keeps stealing.       *)
+(*   C4  The abort path waits until no op of the transaction is in       *)
+(*       flight before it releases.  Alg. 1 lines 5-11 wait for the ops   *)
+(*       in order and return at the first aborted one, while a later op   *)
+(*       may still run on another thread: it then locks or executes       *)
+(*       after the release (PaperOwnerDecide, StealDBPaperEarlyAbort).   *)
 (*   and OwnerCloseOp, a step the engine needs and the paper does not:    *)
 (*       the owner of a doomed transaction skips the ops nobody claimed   *)
 (*       before it decides, because the engine reuses their words.        *)
@@ -48,10 +53,11 @@
 (*    1 line 3 has only the owner insert, after its own RUNOP returns,    *)
 (*    which loses the dependents of an op that was stolen and still runs. *)
 (*    An op's dependencies are satisfied when they have finished.        *)
-(*  - A transaction with an aborted op is doomed: its ops not yet locked  *)
-(*    are skipped instead of run (the paper runs them and throws the      *)
-(*    results away; skipping takes fewer locks and changes no committed   *)
-(*    result), and its owner may decide as soon as no op is in flight.    *)
+(*  - A transaction with an aborted op is doomed: in Spec its ops not yet *)
+(*    locked are skipped instead of run (the paper runs them and throws   *)
+(*    the results away, and PaperSpec does; skipping takes fewer locks    *)
+(*    and changes no committed result), and its owner may decide as soon  *)
+(*    as no op is in flight (C4).                                          *)
 (*  - Release ("release locks held by all ops") releases every lock       *)
 (*    context the transaction has queued.  A context still waiting (left  *)
 (*    by a waiter that gave up) is released when it reaches the head:     *)
@@ -80,7 +86,7 @@ OpId == UNION {{<<t, i>> : i \in Ops(t)} : t \in Txn}
 Owner(o) == o[1]
 RecOf(o) == Prog[o[1]][o[2]].rec
 Val == Txn \cup {InitVal}
-Token == Txn \X Nat          \* a steal context <<tid_s, i_op>>
+Token == Txn \X (Nat \ {0})  \* a steal context <<tid_s, i_op>>; i_op names an rq position, from 1
 
 VARIABLES
     opTid,      \* opTid[o]: op.tid, its transaction until claimed by the CAS of Alg. 2 line 1, then Bot
@@ -209,6 +215,24 @@ OwnerDecide(w) ==
                                THEN w ELSE store[r]]
     /\ UNCHANGED <<opTid, opStatus, rq, cursor, stealCtx, lockQ, stack, reads, execCount, released, gen>>
 
+\* The paper's lines 5-14 as written: wait for each op in order; at the
+\* first aborted one (every op before it finished "ok") abort, whatever
+\* later op is still in flight; commit when all are "ok".  The waits read
+\* final statuses, so the loop is one step.
+PaperOwnerDecide(w) ==
+    /\ phase[w] = "run" /\ ~Busy(w)
+    /\ cursor[w] > Len(rq[w])
+    /\ \/ /\ \A i \in Ops(w) : opStatus[<<w, i>>] = "ok"
+          /\ phase' = [phase EXCEPT ![w] = "commitRel"]
+          /\ store' = [r \in Rec |->
+                         IF \E i \in Ops(w) : Prog[w][i].rec = r /\ Prog[w][i].write
+                           THEN w ELSE store[r]]
+       \/ /\ \E i \in Ops(w) : /\ opStatus[<<w, i>>] = "aborted"
+                               /\ \A j \in 1..(i - 1) : opStatus[<<w, j>>] = "ok"
+          /\ phase' = [phase EXCEPT ![w] = "abortRel"]
+          /\ UNCHANGED store
+    /\ UNCHANGED <<opTid, opStatus, rq, cursor, stealCtx, lockQ, stack, reads, execCount, released, gen>>
+
 \* Lines 9 and 13: UNLOCK each lock context t has queued, as it reaches the head.
 OwnerRelease(w) ==
     /\ phase[w] \in {"commitRel", "abortRel"}
@@ -254,6 +278,15 @@ RunOpTryLock(w) ==
                                      !.pred = IF lockQ[r] = <<>> THEN Bot ELSE lockQ[r][Len(lockQ[r])]])
               /\ UNCHANGED opStatus
     /\ UNCHANGED <<opTid, rq, cursor, stealCtx, phase, store, reads, execCount, released, gen>>
+
+\* The paper's lines 3-6: every claimed op locks, doomed or not.
+PaperRunOpTryLock(w) ==
+    LET f == Top(w) IN LET o == f.op IN LET r == RecOf(o) IN
+    /\ Busy(w) /\ f.pc = "lock"
+    /\ lockQ' = [lockQ EXCEPT ![r] = Append(@, Owner(o))]
+    /\ SetTop(w, [f EXCEPT !.pc = IF lockQ[r] = <<>> THEN "exec" ELSE "wait",
+                           !.pred = IF lockQ[r] = <<>> THEN Bot ELSE lockQ[r][Len(lockQ[r])]])
+    /\ UNCHANGED <<opTid, opStatus, rq, cursor, stealCtx, phase, store, reads, execCount, released, gen>>
 
 \* Lines 8-9, the loop's exit: CHECKACQUIRED, or the predecessor is no longer
 \* running.  The second is safe only because a transaction's status is set
@@ -391,12 +424,14 @@ Done == /\ \A t \in Txn : phase[t] \in Decided     \* every transaction decided:
         /\ UNCHANGED vars
 
 CommonStep(w) ==
-    \/ OwnerRunNext(w) \/ OwnerDecide(w) \/ OwnerRelease(w) \/ OwnerFinish(w)
-    \/ RunOpClaim(w) \/ RunOpTryLock(w) \/ WaiterProceed(w) \/ RunOpExecute(w)
+    \/ OwnerRunNext(w) \/ OwnerRelease(w) \/ OwnerFinish(w)
+    \/ RunOpClaim(w) \/ WaiterProceed(w) \/ RunOpExecute(w)
     \/ WaiterStealRun(w) \/ WaiterStealBasic(w)
 
-PaperStep(w) == CommonStep(w) \/ PaperStealRead(w) \/ PaperStealClear(w)
-WorkerStep(w) == CommonStep(w) \/ StealTake(w) \/ WaiterStealBack(w) \/ WaiterTimeout(w)
+PaperStep(w) == CommonStep(w) \/ PaperOwnerDecide(w) \/ PaperRunOpTryLock(w)
+                \/ PaperStealRead(w) \/ PaperStealClear(w)
+WorkerStep(w) == CommonStep(w) \/ OwnerDecide(w) \/ RunOpTryLock(w)
+                 \/ StealTake(w) \/ WaiterStealBack(w) \/ WaiterTimeout(w)
                  \/ \E i \in Ops(w) : OwnerCloseOp(w, i)
 
 PaperNext == (\E w \in Txn : PaperStep(w)) \/ Done
@@ -478,6 +513,18 @@ CoreRefinementProp == Core!Spec
 (* every model expected to pass lists in specs/models.json ("reaches") the *)
 (* ones it must violate: specs/check checks each alone and fails if TLC    *)
 (* does not find the step.                                                 *)
+
+\* A steal context in a transaction's word is replaced, before any stealer
+\* took it, by one of the other kind: a publish (ExecuteOp, the finishing
+\* thread's plain store of <<t, last index>>) over a context handed down
+\* (WaiterStealRun, Alg. 3 line 10), or the reverse.  The word has two
+\* writers and no CAS between them (proofs/StealDB.md, 3.5): as an action
+\* property this says it never happens, and StealDBOppositeCtxOverwrite
+\* must find that it does, in a workload where TerminationProp holds.
+OwnCtx(t, v) == v # Bot /\ v[1] = t
+CtxOverwriteReachable ==
+    [][\A t \in Txn : ~(/\ stealCtx[t] # Bot /\ stealCtx'[t] # Bot
+                        /\ OwnCtx(t, stealCtx[t]) # OwnCtx(t, stealCtx'[t]))]_vars
 
 \* A transaction commits; one aborts.
 CommitReachable == ~\E t \in Txn : phase[t] = "committed"
