@@ -34,6 +34,20 @@ ChainInner == (t1 :> p1) @@ (t2 :> p3)
 \* The paper's serialization point, "when their inner host commits".
 PaperSerializeOnReceipt(t) == order
 
+\* Two transactions on one inner host with disjoint inner keys, so that
+\* both can be replicating at once and a replica can receive the second
+\* without the first (D5): t1 updates h and a, t2 updates g.
+GapKeys == {"h", "g", "a"}
+GapPartOf == [k \in GapKeys |-> CASE k \in {"h", "g"} -> p1 [] k = "a" -> p2]
+GapRead == (t1 :> {"h", "a"}) @@ (t2 :> {"g"})
+GapWrite == (t1 :> {"h", "a"}) @@ (t2 :> {"g"})
+
+\* One transaction, for two crashes among three copies: t1 updates h (inner,
+\* p1) and a (outer, p2).
+OneRead == t1 :> {"h", "a"}
+OneWrite == t1 :> {"h", "a"}
+OneInner == t1 :> p1
+
 \* Larger, for manual runs: a third transaction updates h and b.
 ThreeRead == TwoRead @@ (t3 :> {"h"})
 ThreeWrite == TwoWrite @@ (t3 :> {"h", "b"})
@@ -66,6 +80,21 @@ MutantInOrder(r, t) == TRUE
 
 \* Mutant: a new primary serves before applying the messages it holds.
 MutantCaughtUp(c) == TRUE
+
+\* Mutant: coordinator takeover elects a copy whatever its log says, so a
+\* copy that never heard of t waits for t forever (D7).
+MutantCopyKnows(c, t) == TRUE
+
+\* Mutant: recovery releases a crashed host's inner locks at once, even for
+\* a transaction it commits, before the new primary has applied it (D4).
+MutantRecoveryFrees(toAbort, toCommit) == toAbort \cup toCommit
+
+\* Mutant: a replica skips a missing sequence number without waiting for
+\* the host that sent it to be cut off (D5).
+MutantInOrderNoCutOff(r, t) ==
+    \A u \in Txn \ {t} :
+        (InnerOf[u] = InnerOf[t] /\ seq[u] \in 1..(seq[t] - 1))
+            => u \in installed[r] \/ u \notin inbox[r]
 
 \* Mutant: cutting a coordinator off leaves its delegation in flight.
 MutantSevered(n) == {m \in msgs : \/ "from" \in DOMAIN m /\ m.from = n
