@@ -1,9 +1,9 @@
 ----------------------------- MODULE MCStealDB -----------------------------
 (***************************************************************************)
-(* Workloads for StealDB.tla, and its mutants.  Each cfg picks a workload *)
-(* by substituting Rec and Prog, and a mutant by substituting one action. *)
-(* Records are tuples so that a transaction's private records permute    *)
-(* with it under symmetry: <<t, k>> is t's k-th private record.          *)
+(* Workloads for StealDB.tla, and its mutants.  Each cfg picks a workload  *)
+(* by substituting Rec and Prog, and a mutant by substituting one action.  *)
+(* Records are tuples so that a transaction's private records permute      *)
+(* with it under symmetry: <<t, k>> is t's k-th private record.            *)
 (***************************************************************************)
 EXTENDS StealDB, TLC
 CONSTANTS t1, t2, t3   \* model values naming the transactions of the fixed workloads
@@ -100,7 +100,7 @@ RetrySpec == Init /\ [][(\E w \in Txn : RetryStep(w)) \/ Done]_vars /\ \A w \in 
 CommitProp == \A t \in Txn : <>(phase[t] = "committed")
 
 -----------------------------------------------------------------------------
-(* Mutants: a deliberately broken copy of one step each. *)
+(* Mutants: a deliberately broken copy of one step each.                   *)
 
 \* (a) The paper's STEALOP: read Tp.stealCtx, clear it in a later step.
 MutantStealTakeNonAtomic(w) == PaperStealRead(w) \/ PaperStealClear(w)

@@ -1,68 +1,68 @@
 ------------------------------ MODULE StealDB ------------------------------
 (***************************************************************************)
-(* StealDB: queue-stealing two-phase locking (seed 000/001, Section 3,    *)
-(* Algorithms 1-4).  A transaction is a DAG of operations, each touching  *)
-(* one record under an exclusive queue lock.  A transaction blocked on a  *)
-(* lock does not idle: it takes the steal context of its predecessor in   *)
-(* that lock's queue and runs one of the lock holder's runnable ops, and  *)
-(* hands the rest of the context down the chain of waiters.               *)
+(* StealDB: queue-stealing two-phase locking (seed 000/001, Section 3,     *)
+(* Algorithms 1-4).  A transaction is a DAG of operations, each touching   *)
+(* one record under an exclusive queue lock.  A transaction blocked on a   *)
+(* lock does not idle: it takes the steal context of its predecessor in    *)
+(* that lock's queue and runs one of the lock holder's runnable ops, and   *)
+(* hands the rest of the context down the chain of waiters.                *)
 (*                                                                         *)
-(* Two protocols live here, sharing every step but six:                   *)
-(*   PaperSpec  the paper's Algorithms 1-4 as written.                    *)
-(*   Spec       the corrected protocol the engine implements.             *)
-(* What TLC found about PaperSpec, and why each change was made, is in    *)
-(* proofs/StealDB.md; the counterexamples are the StealDBPaper* models.   *)
-(*   C1  STEALOP takes the predecessor's steal context with one atomic    *)
-(*       exchange (the 64-bit word, swapped with null) instead of reading *)
-(*       it (Alg. 3 line 1) and clearing it later (line 5).               *)
+(* Two protocols live here, sharing every step but six:                    *)
+(*   PaperSpec  the paper's Algorithms 1-4 as written.                     *)
+(*   Spec       the corrected protocol the engine implements.              *)
+(* What TLC found about PaperSpec, and why each change was made, is in     *)
+(* proofs/StealDB.md; the counterexamples are the StealDBPaper* models.    *)
+(*   C1  STEALOP takes the predecessor's steal context with one atomic     *)
+(*       exchange (the 64-bit word, swapped with null) instead of reading  *)
+(*       it (Alg. 3 line 1) and clearing it later (line 5).                *)
 (*   C2  Deadlock handling by timeout: a waiter may give up (WaiterTimeout)*)
-(*       which aborts its transaction.  The paper's Section 5 says sorted *)
-(*       lock acquisition is broken by stealing and that its code aborts  *)
-(*       on a lock-wait threshold; its algorithms show neither.           *)
-(*   C3  A waiter may take back the context it handed down itself        *)
+(*       which aborts its transaction.  The paper's Section 5 says sorted  *)
+(*       lock acquisition is broken by stealing and that its code aborts   *)
+(*       on a lock-wait threshold; its algorithms show neither.            *)
+(*   C3  A waiter may take back the context it handed down itself          *)
 (*       (WaiterStealBack), so a chain of one waiter keeps stealing.       *)
-(*   C4  The abort path waits until no op of the transaction is in       *)
-(*       flight before it releases.  Alg. 1 lines 5-11 wait for the ops   *)
-(*       in order and return at the first aborted one, while a later op   *)
-(*       may still run on another thread: it then locks or executes       *)
-(*       after the release (PaperOwnerDecide, StealDBPaperEarlyAbort).   *)
-(*   and OwnerCloseOp, a step the engine needs and the paper does not:    *)
-(*       the owner of a doomed transaction skips the ops nobody claimed   *)
-(*       before it decides, because the engine reuses their words.        *)
+(*   C4  The abort path waits until no op of the transaction is in         *)
+(*       flight before it releases.  Alg. 1 lines 5-11 wait for the ops    *)
+(*       in order and return at the first aborted one, while a later op    *)
+(*       may still run on another thread: it then locks or executes        *)
+(*       after the release (PaperOwnerDecide, StealDBPaperEarlyAbort).     *)
+(*   and OwnerCloseOp, a step the engine needs and the paper does not:     *)
+(*       the owner of a doomed transaction skips the ops nobody claimed    *)
+(*       before it decides, because the engine reuses their words.         *)
 (*                                                                         *)
-(* The steal policy is a constant, so the paper's baselines are the same  *)
-(* spec: "queue" (StealDB), "basic" (every waiter steals from the lock    *)
-(* holder's one runnable queue by CAS on its index, Section 2.2), "none"  *)
+(* The steal policy is a constant, so the paper's baselines are the same   *)
+(* spec: "queue" (StealDB), "basic" (every waiter steals from the lock     *)
+(* holder's one runnable queue by CAS on its index, Section 2.2), "none"   *)
 (* (vanilla 2PL over MCS locks).                                           *)
 (*                                                                         *)
-(* Decisions where the paper is silent (each also noted at its step):     *)
-(*  - One worker thread per transaction, named by it.  A worker runs a    *)
-(*    stack of RUNOP frames: a stolen op runs nested inside the wait loop *)
-(*    of the op that blocked, exactly as Alg. 2 line 9 calls Alg. 3,     *)
+(* Decisions where the paper is silent (each also noted at its step):      *)
+(*  - One worker thread per transaction, named by it.  A worker runs a     *)
+(*    stack of RUNOP frames: a stolen op runs nested inside the wait loop  *)
+(*    of the op that blocked, exactly as Alg. 2 line 9 calls Alg. 3,       *)
 (*    which calls Alg. 2.                                                  *)
-(*  - Locks are FIFO queues of transactions per record (FifoLock.tla,     *)
-(*    which MCSLock.tla is checked to implement).  TRYLOCK appends and    *)
-(*    returns the previous tail, which is what STEALOP follows.  A        *)
-(*    transaction touches a record at most once (ASSUME below): a second  *)
-(*    lock context on a lock its transaction holds would wait on itself.  *)
-(*  - Writes are buffered and installed at commit (Alg. 1 line 12); each  *)
-(*    op reads its record and, if it writes, writes the value naming its  *)
-(*    transaction (see Serializable.tla).                                 *)
-(*  - The thread that finishes an op inserts the ops it made runnable and *)
-(*    publishes the transaction's steal context <<t, last index>>.  Alg. *)
-(*    1 line 3 has only the owner insert, after its own RUNOP returns,    *)
-(*    which loses the dependents of an op that was stolen and still runs. *)
-(*    An op's dependencies are satisfied when they have finished.        *)
-(*  - A transaction with an aborted op is doomed: in Spec its ops not yet *)
-(*    locked are skipped instead of run (the paper runs them and throws   *)
-(*    the results away, and PaperSpec does; skipping takes fewer locks    *)
-(*    and changes no committed result), and its owner may decide as soon  *)
+(*  - Locks are FIFO queues of transactions per record (FifoLock.tla,      *)
+(*    which MCSLock.tla is checked to implement).  TRYLOCK appends and     *)
+(*    returns the previous tail, which is what STEALOP follows.  A         *)
+(*    transaction touches a record at most once (ASSUME below): a second   *)
+(*    lock context on a lock its transaction holds would wait on itself.   *)
+(*  - Writes are buffered and installed at commit (Alg. 1 line 12); each   *)
+(*    op reads its record and, if it writes, writes the value naming its   *)
+(*    transaction (see Serializable.tla).                                  *)
+(*  - The thread that finishes an op inserts the ops it made runnable and  *)
+(*    publishes the transaction's steal context <<t, last index>>.  Alg.   *)
+(*    1 line 3 has only the owner insert, after its own RUNOP returns,     *)
+(*    which loses the dependents of an op that was stolen and still runs.  *)
+(*    An op's dependencies are satisfied when they have finished.          *)
+(*  - A transaction with an aborted op is doomed: in Spec its ops not yet  *)
+(*    locked are skipped instead of run (the paper runs them and throws    *)
+(*    the results away, and PaperSpec does; skipping takes fewer locks     *)
+(*    and changes no committed result), and its owner may decide as soon   *)
 (*    as no op is in flight (C4).                                          *)
-(*  - Release ("release locks held by all ops") releases every lock       *)
-(*    context the transaction has queued.  A context still waiting (left  *)
-(*    by a waiter that gave up) is released when it reaches the head:     *)
-(*    MCS locks cannot leave the queue, so the engine needs no abortable  *)
-(*    lock, and the predecessor of a waiter ends only after handing over. *)
+(*  - Release ("release locks held by all ops") releases every lock        *)
+(*    context the transaction has queued.  A context still waiting (left   *)
+(*    by a waiter that gave up) is released when it reaches the head:      *)
+(*    MCS locks cannot leave the queue, so the engine needs no abortable   *)
+(*    lock, and the predecessor of a waiter ends only after handing over.  *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets
 CONSTANTS
@@ -152,7 +152,7 @@ Init ==
     /\ gen = [t \in Txn |-> 0]
 
 -----------------------------------------------------------------------------
-(* Helpers *)
+(* Helpers                                                                 *)
 
 InQueue(t, q) == \E i \in 1..Len(q) : q[i] = t
 Finished(o) == opStatus[o] # "none"
@@ -174,7 +174,7 @@ WriteCtx(t, v) == /\ stealCtx' = [stealCtx EXCEPT ![t] = v]
                   /\ gen' = [gen EXCEPT ![t] = @ + 1]
 
 -----------------------------------------------------------------------------
-(* Algorithm 1, RUNTRANSACTION, by the owner's worker w = t. *)
+(* Algorithm 1, RUNTRANSACTION, by the owner's worker w = t.               *)
 
 \* Lines 1-2: run the next op of the runnable queue.
 OwnerRunNext(w) ==
@@ -334,7 +334,7 @@ ExecuteOp(w) ==
 RunOpExecute(w) == ExecuteOp(w) /\ UNCHANGED <<lockQ, released>>
 
 -----------------------------------------------------------------------------
-(* Algorithm 3, STEALOP(T, Tp), inside the wait loop of the top frame.      *)
+(* Algorithm 3, STEALOP(T, Tp), inside the wait loop of the top frame.     *)
 (* T is the frame's transaction tid, which is not always w's own: a thread *)
 (* running a stolen op steals on behalf of that op's transaction.          *)
 
@@ -418,7 +418,7 @@ WaiterStealBasic(w) ==
     /\ UNCHANGED <<opTid, opStatus, rq, cursor, lockQ, phase, store, reads, execCount, released>>
 
 -----------------------------------------------------------------------------
-(* The two protocols. *)
+(* The two protocols.                                                      *)
 
 Done == /\ \A t \in Txn : phase[t] \in Decided     \* every transaction decided: stutter
         /\ UNCHANGED vars
@@ -443,7 +443,7 @@ PaperSpec == Init /\ [][PaperNext]_vars /\ \A w \in Txn : WF_vars(PaperStep(w))
 Spec == Init /\ [][Next]_vars /\ \A w \in Txn : WF_vars(WorkerStep(w))
 
 -----------------------------------------------------------------------------
-(* Properties *)
+(* Properties                                                              *)
 
 Frames == UNION {{<<w, k>> : k \in 1..Len(stack[w])} : w \in Txn}   \* <<worker, depth>>
 FrameAt(x) == stack[x[1]][x[2]]
@@ -508,8 +508,8 @@ CoreSt(o) ==
 Core == INSTANCE StealDBCore WITH st <- [o \in OpId |-> CoreSt(o)], rel <- released
 CoreRefinementProp == Core!Spec
 -----------------------------------------------------------------------------
-(* Non-vacuity.  A protocol that does nothing passes every safety         *)
-(* property, so each operator below says that a step never happens, and   *)
+(* Non-vacuity.  A protocol that does nothing passes every safety          *)
+(* property, so each operator below says that a step never happens, and    *)
 (* every model expected to pass lists in specs/models.json ("reaches") the *)
 (* ones it must violate: specs/check checks each alone and fails if TLC    *)
 (* does not find the step.                                                 *)
