@@ -99,4 +99,8 @@ MutantInOrderNoCutOff(r, t) ==
 \* Mutant: cutting a coordinator off leaves its delegation in flight.
 MutantSevered(n) == {m \in msgs : \/ "from" \in DOMAIN m /\ m.from = n
                                   \/ "to" \in DOMAIN m /\ m.to = n}
+
+\* TypeOK's twin: notifications and aborts addressed to the coordinator's
+\* partition rather than to its node (D2).
+MutantNotice(type, t, from) == [type |-> type, t |-> t, from |-> from, to |-> InnerOf[t]]
 =============================================================================

@@ -44,4 +44,16 @@ MutantSwapReturnsHead(p) ==
     /\ ghostQ' = Append(ghostQ, p)
     /\ Goto(p, IF tail = Nil THEN "enter" ELSE "link")
     /\ UNCHANGED <<next, spin>>
+
+\* TypeOK's twin: UNLOCK's CAS writes 0, a null pointer spelt as a number,
+\* where the tail takes Nil.
+MutantReleaseCasWritesZero(p) ==
+    /\ pc[p] = "unlockCas"
+    /\ IF tail = p
+         THEN /\ tail' = 0
+              /\ ghostQ' = Tail(ghostQ)
+              /\ Goto(p, "idle")
+         ELSE /\ Goto(p, "unlockWait")
+              /\ UNCHANGED <<tail, ghostQ>>
+    /\ UNCHANGED <<next, spin, pred>>
 =============================================================================

@@ -2,7 +2,7 @@
 (***************************************************************************)
 (* Batches for StrifeAnalysis.tla, and its mutants.                       *)
 (***************************************************************************)
-EXTENDS StrifeAnalysis, TLC
+EXTENDS StrifeAnalysis, StrifeClustering, TLC
 CONSTANTS t1, t2, t3, t4, t5, t6, t7, x1, x2, x3, x4, d   \* model values
 
 \* Every batch: each transaction reads, writes or leaves each item.
@@ -16,6 +16,22 @@ Writes(S) == [x \in Item |-> IF x \in S THEN "w" ELSE "-"]
 BoundBatch == {(t1 :> Writes({x1})) @@ (t2 :> Writes({x2})) @@ (t3 :> Writes({x3})) @@
                (t4 :> Writes({x4})) @@ (t5 :> Writes({x1, x2, d})) @@
                (t6 :> Writes({x3, x4, d})) @@ (t7 :> Writes({x3, x4, d}))}
+
+\* StrifeExec's batches (MCStrifeExec.tla), item X as x1 and Y as x2; an
+\* op that writes ("w" or "rw") is "w" here.  Batch 1: t1 updates X, t2
+\* updates Y, t3 reads X and updates Y.  Batch 2: t4 updates X and Y, t5
+\* updates Y and reads X.
+ExecBatch1 == {(t1 :> Writes({x1})) @@ (t2 :> Writes({x2})) @@ (t3 :> (x1 :> "r" @@ x2 :> "w"))}
+ExecBatch2 == {(t4 :> Writes({x1, x2})) @@ (t5 :> (x1 :> "r" @@ x2 :> "w"))}
+
+\* The finished analysis, read as StrifeExec's placement (0: residual), is
+\* one that StrifeExec's Analyze accepts: the operator both specs use.
+ExecPlacement == [t \in Txn |-> IF t \in residual THEN 0 ELSE txnCl[t]]
+ExecAcceptsInv ==
+    stage = "done" =>
+        ConflictFreePlacement(Txn, ExecPlacement,
+                              LAMBDA t : {x \in Item : access[t][x] # "-"},
+                              LAMBDA t : {x \in Item : access[t][x] = "w"})
 
 \* Initial states of the inductiveness check: every state that satisfies
 \* TypeOK and the allocation invariants, enumerated so that TLC prunes as it goes.
@@ -61,4 +77,16 @@ MutantReallocateKeepsResidual(t) ==
     /\ todo' = todo \ {t}
     /\ IF Cardinality(Clusters(t)) = 1 THEN Place(t, OnlyCluster(t)) ELSE UNCHANGED <<txnCl, itemCl>>
     /\ UNCHANGED <<access, stage, picks, nClusters, residual, baseCl, rootOf>>
+
+\* TypeOK's twin: the spot stage without its bound, so it picks more than
+\* k times (Algorithm 1's loop run past k).
+MutantSpotPick(t) ==
+    /\ stage = "spot"
+    /\ picks' = picks + 1
+    /\ IF Acc(t) # {} /\ Clusters(t) = {} /\ txnCl[t] = NoCluster
+         THEN /\ nClusters' = nClusters + 1
+              /\ txnCl' = [txnCl EXCEPT ![t] = nClusters + 1]
+              /\ itemCl' = Claim(t, nClusters + 1)
+         ELSE UNCHANGED <<nClusters, txnCl, itemCl>>
+    /\ UNCHANGED <<access, stage, residual, todo, baseCl, rootOf>>
 =============================================================================

@@ -50,4 +50,12 @@ MutantRetryAfterCommit(t) ==
     /\ commits' = [commits EXCEPT ![t] = @ + 1]
     /\ AbortAttempt(t)
     /\ UNCHANGED <<bphase, place, status>>
+
+\* TypeOK's twin: the conflict-abort counter is not capped at MaxRetries.
+MutantAbortAttemptUncapped(t) ==
+    /\ ReleaseAll(t)
+    /\ pc' = [pc EXCEPT ![t] = 1]
+    /\ buf' = [buf EXCEPT ![t] = {}]
+    /\ reads' = [reads EXCEPT ![t] = [x \in Item |-> NoVal]]
+    /\ retries' = [retries EXCEPT ![t] = @ + 1]
 =============================================================================

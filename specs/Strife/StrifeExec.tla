@@ -1,37 +1,38 @@
 ----------------------------- MODULE StrifeExec -----------------------------
 (***************************************************************************)
-(* Strife's execution (seed 002, Sections 2.2, 2.3 and 4.1): batch after  *)
-(* batch, the analysis places each transaction in a conflict-free cluster *)
-(* or in the residual; clusters run in parallel with no concurrency       *)
-(* control, one worker a cluster running its transactions one after     *)
-(* another; a barrier; then the residuals run concurrently under 2PL     *)
-(* with NO_WAIT, retrying after a conflict abort; then the next batch.   *)
+(* Strife's execution (seed 002, Sections 2.2, 2.3 and 4.1): batch after   *)
+(* batch, the analysis places each transaction in a conflict-free cluster  *)
+(* or in the residual; clusters run in parallel with no concurrency        *)
+(* control, one worker a cluster running its transactions one after        *)
+(* another; a barrier; then the residuals run concurrently under 2PL       *)
+(* with NO_WAIT, retrying after a conflict abort; then the next batch.     *)
 (*                                                                         *)
-(* The analysis is StrifeAnalysis.tla.  Here Analyze picks ANY placement  *)
-(* with no conflict between two clusters, which is what the analysis is   *)
-(* checked to guarantee (ConflictFreeInv); so whatever clustering the     *)
-(* analysis returns, its execution is among the behaviours checked here.  *)
+(* The analysis is StrifeAnalysis.tla.  Here Analyze picks ANY placement   *)
+(* with no conflict between two clusters (StrifeClustering.tla).  The      *)
+(* analysis is checked to produce only such placements on these batches    *)
+(* (MCStrifeAnalysis's ExecAcceptsInv), so whatever clustering it returns, *)
+(* its execution is among the behaviours checked here.                     *)
 (*                                                                         *)
-(* Overlap (Section 4.1, described but not built by the paper): with      *)
+(* Overlap (Section 4.1, described but not built by the paper): with       *)
 (* Overlap = TRUE, batch b+1 is analysed while batch b's residuals run.    *)
-(* Its clusters still start only once batch b is done: they run without   *)
-(* locks, and batch b's residuals hold locks that they would ignore.      *)
+(* Its clusters still start only once batch b is done: they run without    *)
+(* locks, and batch b's residuals hold locks that they would ignore.       *)
 (*                                                                         *)
-(* CC picks the residual protocol: "nowait" (the paper's), "waitdie" (an  *)
-(* older requester waits, a younger one dies and retries with its         *)
-(* timestamp), "lockordered" (every lock first, in item order, waiting),  *)
-(* or "nowaitThenWaitDie": NO_WAIT for the first MaxRetries conflicts of  *)
-(* a transaction, WaitDie after.  TLC shows NO_WAIT with retry can        *)
-(* livelock (proofs/Strife.md); the last is the protocol the engine is  *)
+(* CC picks the residual protocol: "nowait" (the paper's), "waitdie" (an   *)
+(* older requester waits, a younger one dies and retries with its          *)
+(* timestamp), "lockordered" (every lock first, in item order, waiting),   *)
+(* or "nowaitThenWaitDie": NO_WAIT for the first MaxRetries conflicts of   *)
+(* a transaction, WaitDie after.  TLC shows NO_WAIT with retry can         *)
+(* livelock (proofs/Strife.md); the last is the protocol the engine is     *)
 (* to implement.                                                           *)
 (* With Fallback = TRUE every transaction is residual: the baselines of    *)
 (* Section 4 (WaitDie, LockOrdered).                                       *)
 (*                                                                         *)
-(* Each operation touches one item once: "r" reads it, "w" writes it      *)
-(* blindly, "rw" reads then writes.  Writes are buffered and installed at *)
-(* commit; a write stores the writer's id (see Serializable.tla).         *)
+(* Each operation touches one item once: "r" reads it, "w" writes it       *)
+(* blindly, "rw" reads then writes.  Writes are buffered and installed at  *)
+(* commit; a write stores the writer's id (see Serializable.tla).          *)
 (***************************************************************************)
-EXTENDS Naturals, Sequences, FiniteSets
+EXTENDS Naturals, Sequences, FiniteSets, StrifeClustering
 CONSTANTS
     Txn,          \* every transaction of every batch
     Item,         \* items, numbered: lockordered takes locks in this order
@@ -60,7 +61,6 @@ InBatch(b) == {t \in Txn : BatchOf[t] = b}
 ItemsOf(t) == {Ops[t][i].item : i \in 1..Len(Ops[t])}
 ReadsOf(t) == {Ops[t][i].item : i \in {j \in 1..Len(Ops[t]) : Ops[t][j].mode \in {"r", "rw"}}}
 WritesOf(t) == {Ops[t][i].item : i \in {j \in 1..Len(Ops[t]) : Ops[t][j].mode \in {"w", "rw"}}}
-Conflict(t1, t2) == (WritesOf(t1) \cap ItemsOf(t2)) \cup (WritesOf(t2) \cap ItemsOf(t1)) # {}
 Residual == 0                                   \* place[t] of a residual
 Decided == {"committed", "aborted"}
 
@@ -108,7 +108,7 @@ Holds(t) == {x \in Item : holder[x] = t}
 ReleaseAll(t) == holder' = [x \in Item |-> IF holder[x] = t THEN None ELSE holder[x]]
 
 -----------------------------------------------------------------------------
-(* Batches *)
+(* Batches                                                                 *)
 
 \* The analysis of batch b: any placement with no conflict between two
 \* clusters.  Without Overlap it waits for batch b-1 to finish; with it,
@@ -117,8 +117,7 @@ Analyze(b) ==
     /\ bphase[b] = "waiting"
     /\ b > 1 => IF Overlap THEN bphase[b - 1] \in {"residuals", "done"} ELSE bphase[b - 1] = "done"
     /\ \E p \in [InBatch(b) -> IF Fallback THEN {Residual} ELSE 0..MaxClusters] :
-         /\ \A t1, t2 \in InBatch(b) : (p[t1] # Residual /\ p[t2] # Residual /\ p[t1] # p[t2])
-                                         => ~Conflict(t1, t2)
+         /\ ConflictFreePlacement(InBatch(b), p, ItemsOf, WritesOf)
          /\ place' = [t \in Txn |-> IF t \in InBatch(b) THEN p[t] ELSE place[t]]
     /\ SetPhase(b, "analysed")
     /\ UNCHANGED <<status, pc, holder, buf, reads, store, retries, commits>>
@@ -144,7 +143,7 @@ FinishBatch(b) ==
     /\ UNCHANGED <<place, status, pc, holder, buf, reads, store, retries, commits>>
 
 -----------------------------------------------------------------------------
-(* Transactions *)
+(* Transactions                                                            *)
 
 \* A cluster's worker takes its next transaction when the previous one ended.
 \* (After the barrier no clustered transaction is left queued; the phase
@@ -252,7 +251,7 @@ Spec == Init /\ [][Next]_vars /\ \A b \in Batches : WF_vars(BatchStep(b))
                               /\ \A t \in Txn : SF_vars(TxnStep(t))
 
 -----------------------------------------------------------------------------
-(* Properties *)
+(* Properties                                                              *)
 
 \* No transaction commits twice; once its batch is done, each has committed
 \* or hit its user abort.
@@ -293,8 +292,8 @@ Ser == INSTANCE Serializable WITH
          readVal <- [t \in Txn |-> IF status[t] = "committed" THEN reads[t] ELSE [x \in Item |-> NoVal]]
 SerializableRefinementProp == Ser!Spec
 -----------------------------------------------------------------------------
-(* Non-vacuity.  A protocol that does nothing passes every safety         *)
-(* property, so each operator below says that a step never happens, and   *)
+(* Non-vacuity.  A protocol that does nothing passes every safety          *)
+(* property, so each operator below says that a step never happens, and    *)
 (* every model expected to pass lists in specs/models.json ("reaches") the *)
 (* ones it must violate: specs/check checks each alone and fails if TLC    *)
 (* does not find the step.                                                 *)

@@ -259,7 +259,11 @@ def run_model(model: Model, jar: Path, java: str, workers: str, timeout: float |
     if model.only_invariant:
         cfg = metadir / f"{model.cfg.stem}.{model.only_invariant}.cfg"
         cfg.write_text(reachability_cfg(model.cfg.read_text(), model.only_invariant))
-    cmd = [java, "-XX:+UseParallelGC", f"-DTLA-Library={library}", "-cp", str(jar), "tlc2.TLC", "-workers", workers,
+    # TLC extracts its standard modules (TLC.tla, Naturals.tla, ...) into
+    # java.io.tmpdir; a private one per run keeps two runs at once from
+    # reading each other's half-written copies.
+    cmd = [java, "-XX:+UseParallelGC", f"-Djava.io.tmpdir={metadir}", f"-DTLA-Library={library}",
+           "-cp", str(jar), "tlc2.TLC", "-workers", workers,
            "-metadir", str(metadir), "-cleanup", "-config", str(cfg) if model.only_invariant else cfg.name]
     if not model.deadlock:
         cmd.append("-deadlock")  # TLC's flag turns deadlock checking OFF
