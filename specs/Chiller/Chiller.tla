@@ -19,10 +19,12 @@
 (*      InnerCommit (after the NIC acks, releasing the inner locks).       *)
 (*   5) CoordLearnCommit, then OuterCommit on each outer partition;        *)
 (*      or CoordLearnAbort, then OuterRelease.                             *)
-(* Failures (Section 5.2): Crash stops any node; the cluster manager cuts  *)
-(* it off (drops the messages it sent or was sent) and runs recovery:      *)
-(* RecoverPrimary (inner host or outer participant), RecoverReplica,       *)
-(* RecoverCoordinator.                                                     *)
+(* Failures (Section 5.2): Crash stops any node.  The cluster manager     *)
+(* first cuts it off (CloseChannels: drops the messages it sent or was     *)
+(* sent), then, in a later step, gathers, decides, forwards and elects:    *)
+(* RecoverPrimary (inner host or outer participant), RecoverCoordinator.   *)
+(* Messages and a second crash may come in between.  A crashed replica is  *)
+(* removed in one step (RecoverReplica).                                   *)
 (*                                                                         *)
 (* Transactions serialize when their inner region becomes irrevocable:     *)
 (* when every replica in the configuration has received its replication    *)
@@ -59,12 +61,15 @@
 (*    alone is enough for safety: ChillerWithoutLockKeep frees the locks   *)
 (*    at once and every property holds (proofs/Chiller.md 3, item 8).      *)
 (* D5 Sequence gaps: a replica applies in sequence order; a missing        *)
-(*    number is skipped only once its sender is cut off, because           *)
-(*    recovery first hands every message a survivor received to all        *)
-(*    survivors, so a number still missing then belongs to an aborted      *)
-(*    transaction.  The wait is not needed for safety either               *)
-(*    (ChillerGapSkipEarly): a gap was never acked, so never committed,    *)
-(*    and shares no key with a later transaction of its host.              *)
+(*    number is skipped only once its sender is cut off.  The paper's      *)
+(*    reason would be that recovery hands every message a survivor         *)
+(*    received to all survivors, so a number still missing belongs to an   *)
+(*    aborted transaction; but with recovery in phases a replica may skip  *)
+(*    between the cut-off and that hand-over.  What keeps it safe is       *)
+(*    simpler (ChillerGapSkipEarly skips at once, and every property       *)
+(*    holds): a gap was never acked here, and a later transaction of the   *)
+(*    same host shares no key with it, since the inner lock is held until  *)
+(*    the host commits, after every ack.                                   *)
 (* D6 The coordinator resumes when every copy of the inner partition in    *)
 (*    the configuration, other than the host it delegated to, has          *)
 (*    notified (a replica promoted to primary still counts), and at least  *)
@@ -74,10 +79,10 @@
 (*    over, and only the node the paper names takes over (Section 5.2):    *)
 (*    the inner host, if it is up and has run t; or, once the host is cut  *)
 (*    off, a copy of the inner partition that received t's replication     *)
-(*    message.  If none, t aborts.  A crashed host is cut off before its   *)
-(*    transactions' coordinators are recovered (the cluster manager        *)
-(*    handles one failure at a time, host first), so "the host failed"     *)
-(*    is known.  The new coordinator learns the inner decision from its    *)
+(*    message.  If none, t aborts.  A crashed host is cut off, and its     *)
+(*    partition has a new primary, before a coordinator of its             *)
+(*    transactions is recovered, so "the host failed" is known.  The new   *)
+(*    coordinator learns the inner decision from its                       *)
 (*    own log: it has installed t (commit), or as host it rejected t.  If  *)
 (*    it crashes in turn, the role is recovered again.                     *)
 (* D8 The serialization point is the irrevocable receipt (above).          *)
@@ -436,6 +441,22 @@ Severed(n) == {m \in msgs : \/ "from" \in DOMAIN m /\ m.from = n
                             \/ "to" \in DOMAIN m /\ m.to = n
                             \/ m.type = "delegate" /\ CoordNode(m.t) = n}
 
+\* Section 5.2's first phase, for a crashed primary or coordinator node:
+\* every other node closes its channels to it (cut-off), and nothing else
+\* happens in this step.  The rest of the recovery (gather the pending
+\* transactions, decide, forward, elect: RecoverPrimary, RecoverCoordinator)
+\* is a later step, so messages and a second crash can come in between.
+\* A crashed replica's recovery is one step (RecoverReplica): it decides
+\* nothing.
+CloseChannels(n) ==
+    /\ n \in crashed /\ n \notin cutOff
+    /\ \/ n \in Txn \X {0}
+       \/ \E p \in Part : n = Primary(p)
+    /\ cutOff' = cutOff \cup {n}
+    /\ msgs' = msgs \ Severed(n)
+    /\ UNCHANGED <<crashed, primary, lock, store, installed, inbox, coord, coordAt,
+                   outer, inner, innerAt, seq, reads, order>>
+
 \* Inner-host failure rule: commit iff some surviving replica received the
 \* replication message.
 RecoveryCommits(t, survivors) == \E s \in survivors : t \in inbox[s]
@@ -463,17 +484,16 @@ RecoverPrimary(p) ==
         toCommit == {t \in held : RecoveryCommits(t, survivors)}
         toAbort == held \ toCommit
     IN
-    /\ n \in crashed /\ n \notin cutOff
+    /\ n \in cutOff
     /\ \E j \in Index :
          /\ <<p, j>> \in survivors
          /\ primary' = [primary EXCEPT ![p] = j]
-         /\ msgs' = (msgs \ Severed(n))
+         /\ msgs' = msgs
                     \cup {m \in {Notice("innerAbort", t, <<p, j>>) :
                                   t \in {u \in Txn : /\ InnerOf[u] = p /\ coord[u] = "delegated"
                                                      /\ AtOrigin(u)
                                                      /\ (u \in toAbort \/ inner[u] = "aborted")}} :
                           m.to \notin cutOff}
-    /\ cutOff' = cutOff \cup {n}
     /\ inbox' = [c \in AllCopies |-> IF c \in survivors THEN inbox[c] \cup (toCommit \ installed[c])
                                      ELSE inbox[c]]
     /\ inner' = [t \in Txn |-> IF t \in toAbort THEN "aborted" ELSE inner[t]]
@@ -482,7 +502,7 @@ RecoverPrimary(p) ==
                              THEN None ELSE lock[k]]
     /\ outer' = [t \in Txn |-> IF coord[t] = "locking" /\ outer[t][p] = "locked"
                                THEN [outer[t] EXCEPT ![p] = "failed"] ELSE outer[t]]
-    /\ UNCHANGED <<crashed, store, installed, coord, coordAt, innerAt, seq, reads>>
+    /\ UNCHANGED <<crashed, cutOff, store, installed, coord, coordAt, innerAt, seq, reads>>
 
 \* Recovery commits, on the new primary, a transaction whose inner host
 \* crashed after replicating it and before committing (Section 5.2, "that
@@ -530,8 +550,9 @@ CopyKnows(c, t) ==
 \* its partition's recovery).  The inner host takes over if it is up and
 \* knows t; once the host is cut off, a copy that knows t does (D7).  If no
 \* such node knows t, its changes never reached the inner host, and t
-\* aborts; the inner partition's primary finishes the abort.  The host's
-\* own failure is recovered first, so that "the host failed" is known.
+\* aborts; the inner partition's primary finishes the abort.  The inner
+\* partition's own failure is recovered first (a new primary elected), so
+\* that "the host failed" is known and a primary is there to finish.
 RecoverCoordinator(t) ==
     LET n == coordAt[t]
         p == InnerOf[t]
@@ -539,19 +560,15 @@ RecoverCoordinator(t) ==
                  ELSE IF Up(InnerHost(t)) THEN {InnerHost(t)} ELSE Config(p)
         electable == {c \in named : Up(c) /\ c \notin cutOff /\ CopyKnows(c, t)}
     IN
-    /\ n \in crashed
-    /\ IF n = CoordNode(t) THEN n \notin cutOff ELSE n \in cutOff /\ coord[t] \notin {"committed", "aborted"}
+    /\ n \in cutOff /\ coord[t] \notin {"committed", "aborted"}
+    /\ Primary(p) \notin cutOff
     /\ innerAt[t] # 0 => (Up(InnerHost(t)) \/ InnerHost(t) \in cutOff)
-    /\ cutOff' = cutOff \cup {n}
-    /\ msgs' = msgs \ Severed(n)
-    /\ IF coord[t] \in {"committed", "aborted"}
-       THEN UNCHANGED <<coord, coordAt>>
-       ELSE IF electable # {}
+    /\ IF electable # {}
        THEN /\ \E c \in electable : coordAt' = [coordAt EXCEPT ![t] = c]
             /\ UNCHANGED coord
        ELSE /\ coordAt' = [coordAt EXCEPT ![t] = Primary(p)]
             /\ coord' = [coord EXCEPT ![t] = IF @ \in {"locking", "delegated"} THEN "aborting" ELSE @]
-    /\ UNCHANGED <<crashed, primary, lock, store, installed, inbox, outer, inner,
+    /\ UNCHANGED <<crashed, cutOff, primary, lock, store, installed, inbox, msgs, outer, inner,
                    innerAt, seq, reads, order>>
 
 -----------------------------------------------------------------------------
@@ -560,6 +577,7 @@ RecoverCoordinator(t) ==
 Settled ==
     /\ \A t \in Txn : coord[t] \in {"committed", "aborted"}
     /\ crashed = cutOff
+    /\ \A p \in Part : Primary(p) \notin cutOff
     /\ \A t \in Ordered : \A p \in Part : \A c \in Config(p) :
          Writes(t, p) # {} => t \in installed[c]
 
@@ -576,6 +594,7 @@ Protocol ==
          \/ \E r \in AllCopies : ReplicaReceive(r, t) \/ ReplicaApply(r, t)
          \/ RecoverCoordinator(t) \/ RecoveryCommit(t)
     \/ \E p \in Part : RecoverPrimary(p)
+    \/ \E n \in Node : CloseChannels(n)
     \/ \E c \in AllCopies : RecoverReplica(c)
 
 Next == Protocol \/ (\E n \in Node : Crash(n)) \/ Done
@@ -673,6 +692,10 @@ SeqGapSkipReachable ==
 \* primary crashes.
 TakeoverCrashReachable == ~\E t \in Txn : ~AtOrigin(t) /\ coordAt[t] \in crashed
 NewPrimaryCrashReachable == ~\E p \in Part : primary[p] # 1 /\ Primary(p) \in crashed
+\* A node crashes while a primary's recovery is half done: its channels
+\* are closed, no new primary is elected yet.
+CrashDuringRecoveryReachable ==
+    ~\E p \in Part : Primary(p) \in cutOff /\ \E n \in crashed : n # Primary(p) /\ n \notin cutOff
 \* A transaction commits under a coordinator that took over (D7).
 TakeoverCommitReachable == ~\E t \in Txn : ~AtOrigin(t) /\ coord[t] = "committed"
 =============================================================================
