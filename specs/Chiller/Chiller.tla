@@ -237,7 +237,8 @@ AtOrigin(t) == coordAt[t] = CoordNode(t)
 
 \* A closed channel delivers nothing: messages to a node already cut off
 \* are never sent (D2).
-Send(S) == msgs \cup {m \in S : m.to \notin cutOff}
+Delivered(S) == {m \in S : m.to \notin cutOff}
+Send(S) == msgs \cup Delivered(S)
 Notice(type, t, from) == [type |-> type, t |-> t, from |-> from, to |-> CoordNode(t)]
 
 NextSeq(p) ==
@@ -488,12 +489,9 @@ RecoverPrimary(p) ==
     /\ \E j \in Index :
          /\ <<p, j>> \in survivors
          /\ primary' = [primary EXCEPT ![p] = j]
-         /\ msgs' = msgs
-                    \cup {m \in {Notice("innerAbort", t, <<p, j>>) :
-                                  t \in {u \in Txn : /\ InnerOf[u] = p /\ coord[u] = "delegated"
-                                                     /\ AtOrigin(u)
-                                                     /\ (u \in toAbort \/ inner[u] = "aborted")}} :
-                          m.to \notin cutOff}
+         /\ msgs' = Send({Notice("innerAbort", t, <<p, j>>) :
+                            t \in {u \in Txn : /\ InnerOf[u] = p /\ coord[u] = "delegated" /\ AtOrigin(u)
+                                               /\ (u \in toAbort \/ inner[u] = "aborted")}})
     /\ inbox' = [c \in AllCopies |-> IF c \in survivors THEN inbox[c] \cup (toCommit \ installed[c])
                                      ELSE inbox[c]]
     /\ inner' = [t \in Txn |-> IF t \in toAbort THEN "aborted" ELSE inner[t]]
@@ -532,7 +530,7 @@ RecoverReplica(c) ==
     /\ cutOff' = cutOff \cup {c}
     /\ msgs' = (msgs \ Severed(c))
                \cup (IF lastReplica
-                     THEN {m \in {Notice("notify", t, Primary(p)) : t \in committedHere} : m.to \notin cutOff}
+                     THEN Delivered({Notice("notify", t, Primary(p)) : t \in committedHere})
                      ELSE {})
     /\ order' = IF lastReplica THEN order ELSE SerializeAll(order, nowAcked)
     /\ UNCHANGED <<crashed, primary, lock, store, installed, inbox, coord, coordAt,

@@ -199,6 +199,11 @@ OwnerCloseOp(w, i) ==
     /\ stack' = [stack EXCEPT ![w] = <<NewFrame(<<w, i>>)>>]
     /\ UNCHANGED <<opTid, opStatus, rq, cursor, stealCtx, lockQ, phase, store, reads, execCount, released, gen>>
 
+\* Line 12: install t's buffered writes.
+InstallWrites(w) ==
+    store' = [r \in Rec |-> IF \E i \in Ops(w) : Prog[w][i].rec = r /\ Prog[w][i].write
+                            THEN w ELSE store[r]]
+
 \* Lines 5-12: wait for every op to finish (only for ops in flight once the
 \* transaction is doomed), then commit, installing the buffered writes, or abort.
 OwnerDecide(w) ==
@@ -210,9 +215,7 @@ OwnerDecide(w) ==
          THEN /\ phase' = [phase EXCEPT ![w] = "abortRel"]
               /\ UNCHANGED store
          ELSE /\ phase' = [phase EXCEPT ![w] = "commitRel"]
-              /\ store' = [r \in Rec |->
-                             IF \E i \in Ops(w) : Prog[w][i].rec = r /\ Prog[w][i].write
-                               THEN w ELSE store[r]]
+              /\ InstallWrites(w)
     /\ UNCHANGED <<opTid, opStatus, rq, cursor, stealCtx, lockQ, stack, reads, execCount, released, gen>>
 
 \* The paper's lines 5-14 as written: wait for each op in order; at the
@@ -224,9 +227,7 @@ PaperOwnerDecide(w) ==
     /\ cursor[w] > Len(rq[w])
     /\ \/ /\ \A i \in Ops(w) : opStatus[<<w, i>>] = "ok"
           /\ phase' = [phase EXCEPT ![w] = "commitRel"]
-          /\ store' = [r \in Rec |->
-                         IF \E i \in Ops(w) : Prog[w][i].rec = r /\ Prog[w][i].write
-                           THEN w ELSE store[r]]
+          /\ InstallWrites(w)
        \/ /\ \E i \in Ops(w) : /\ opStatus[<<w, i>>] = "aborted"
                                /\ \A j \in 1..(i - 1) : opStatus[<<w, j>>] = "ok"
           /\ phase' = [phase EXCEPT ![w] = "abortRel"]
@@ -264,28 +265,31 @@ RunOpClaim(w) ==
               /\ UNCHANGED opTid
     /\ UNCHANGED <<opStatus, rq, cursor, stealCtx, lockQ, phase, store, reads, execCount, released, gen>>
 
+\* TRYLOCK (Alg. 4) for the top frame's op: append its transaction to the
+\* record's queue; the previous tail, if any, is the predecessor it waits on.
+EnqueueLock(w) ==
+    LET f == Top(w) IN LET r == RecOf(f.op) IN
+    /\ lockQ' = [lockQ EXCEPT ![r] = Append(@, Owner(f.op))]
+    /\ SetTop(w, [f EXCEPT !.pc = IF lockQ[r] = <<>> THEN "exec" ELSE "wait",
+                           !.pred = IF lockQ[r] = <<>> THEN Bot ELSE lockQ[r][Len(lockQ[r])]])
+
 \* Lock phase, lines 3-6 with TRYLOCK (Alg. 4): append the lock context and
 \* remember the previous tail.  A doomed transaction's op is skipped here.
 RunOpTryLock(w) ==
-    LET f == Top(w) IN LET o == f.op IN LET r == RecOf(o) IN
-    /\ Busy(w) /\ f.pc = "lock"
+    LET o == Top(w).op IN
+    /\ Busy(w) /\ Top(w).pc = "lock"
     /\ IF Doomed(Owner(o))
          THEN /\ opStatus' = [opStatus EXCEPT ![o] = "aborted"]
               /\ PopTop(w)
               /\ UNCHANGED lockQ
-         ELSE /\ lockQ' = [lockQ EXCEPT ![r] = Append(@, Owner(o))]
-              /\ SetTop(w, [f EXCEPT !.pc = IF lockQ[r] = <<>> THEN "exec" ELSE "wait",
-                                     !.pred = IF lockQ[r] = <<>> THEN Bot ELSE lockQ[r][Len(lockQ[r])]])
+         ELSE /\ EnqueueLock(w)
               /\ UNCHANGED opStatus
     /\ UNCHANGED <<opTid, rq, cursor, stealCtx, phase, store, reads, execCount, released, gen>>
 
 \* The paper's lines 3-6: every claimed op locks, doomed or not.
 PaperRunOpTryLock(w) ==
-    LET f == Top(w) IN LET o == f.op IN LET r == RecOf(o) IN
-    /\ Busy(w) /\ f.pc = "lock"
-    /\ lockQ' = [lockQ EXCEPT ![r] = Append(@, Owner(o))]
-    /\ SetTop(w, [f EXCEPT !.pc = IF lockQ[r] = <<>> THEN "exec" ELSE "wait",
-                           !.pred = IF lockQ[r] = <<>> THEN Bot ELSE lockQ[r][Len(lockQ[r])]])
+    /\ Busy(w) /\ Top(w).pc = "lock"
+    /\ EnqueueLock(w)
     /\ UNCHANGED <<opTid, opStatus, rq, cursor, stealCtx, phase, store, reads, execCount, released, gen>>
 
 \* Lines 8-9, the loop's exit: CHECKACQUIRED, or the predecessor is no longer
