@@ -6,8 +6,8 @@
 (* Roles.  Each transaction t has a coordinator node <<t, 0>>.  Each       *)
 (* partition p has R copies <<p, 1>> .. <<p, R>>; primary[p] names the     *)
 (* one that serves.  InnerOf[t] is t's inner host partition; its other     *)
-(* keys are t's outer region.  The cluster manager is the Recover*         *)
-(* actions.                                                                *)
+(* keys are t's outer region.  The cluster manager is the recovery         *)
+(* actions: CloseChannels through ElectPrimary, and the Recover steps.     *)
 (*                                                                         *)
 (* The five steps of Section 3.3 (steps 1-2, choosing the regions, are     *)
 (* the constants InnerOf and the key sets):                                *)
@@ -20,10 +20,14 @@
 (*   5) CoordLearnCommit, then OuterCommit on each outer partition;        *)
 (*      or CoordLearnAbort, then OuterRelease.                             *)
 (* Failures (Section 5.2): Crash stops any node.  The cluster manager     *)
-(* first cuts it off (CloseChannels: drops the messages it sent or was     *)
-(* sent), then, in a later step, gathers, decides, forwards and elects:    *)
-(* RecoverPrimary (inner host or outer participant), RecoverCoordinator.   *)
-(* Messages and a second crash may come in between.  A crashed replica is  *)
+(* recovers a crashed primary in the paper's phases, each its own step:    *)
+(* CloseChannels (cut it off: drop the messages it sent or was sent),      *)
+(* GatherPending (one survivor at a time receives the crashed host's       *)
+(* pending transactions from the survivors' logs), DecidePending (every    *)
+(* pending transaction, by the paper's rule), ElectPrimary (a survivor     *)
+(* serves and forwards the aborts).  A crashed coordinator is cut off,     *)
+(* then RecoverCoordinator elects the node that takes over.  Messages and  *)
+(* a second crash may come between any two phases.  A crashed replica is   *)
 (* removed in one step (RecoverReplica).                                   *)
 (*                                                                         *)
 (* Transactions serialize when their inner region becomes irrevocable:     *)
@@ -48,11 +52,18 @@
 (*    is delivered (Send).  Notifications and aborts go to the original    *)
 (*    coordinator, whose id the delegation carries.  A delegation          *)
 (*    addressed to a crashed inner host must not reach its successor:      *)
-(*    recovery may already have aborted the transaction.                   *)
+(*    recovery may already have aborted the transaction; and while a       *)
+(*    partition's primary is cut off, a coordinator does not delegate to   *)
+(*    it, but waits for the successor (the channel is closed).             *)
 (* D3 An outer participant's lock grant is replicated like its writes      *)
 (*    (synchronous log shipping, Section 5.1 "as normal"), so the replica  *)
 (*    that takes over holds the same locks.  Outer replication is one      *)
 (*    step over the live copies; the inner region's is modelled in full.   *)
+(*    The outer write travels in the partition's one log, behind the inner *)
+(*    replication messages the copies already received, so it is installed *)
+(*    once every live copy has applied those (LogApplied).  Without that,  *)
+(*    a replica installs an outer write before the inner commit the writer *)
+(*    read (ChillerMutantOuterBeforeLog: ReplicaAgreementInv fails).       *)
 (* D4 Inner locks are volatile, but recovery keeps a crashed host's inner  *)
 (*    locks until it has decided each transaction: it releases them when   *)
 (*    it aborts one, and RecoveryCommit when the new primary has applied   *)
@@ -86,6 +97,15 @@
 (*    own log: it has installed t (commit), or as host it rejected t.  If  *)
 (*    it crashes in turn, the role is recovered again.                     *)
 (* D8 The serialization point is the irrevocable receipt (above).          *)
+(* D9 Recovery decides a crashed host's transactions only once every       *)
+(*    survivor holds every pending transaction some survivor holds         *)
+(*    (Gathered), and from the copies up at that moment.  The paper        *)
+(*    aggregates a list of pending transactions at a designated node and   *)
+(*    decides from it; a decision to commit taken while only one survivor  *)
+(*    holds the transaction is lost if that survivor crashes next          *)
+(*    (ChillerMutantDecideBeforeGather: DurabilityInv fails).  The         *)
+(*    cluster manager's decision is durable (it is Zookeeper's, Section    *)
+(*    5.2), so decide is one step and only copies crash around it.         *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets
 
@@ -127,12 +147,13 @@ Msg ==
     [type : {"replicate"}, t : Txn, from : AllCopies, to : AllCopies] \cup
     [type : {"notify", "innerAbort"}, t : Txn, from : AllCopies, to : Txn \X {0}]  \* -> t's original coordinator
 
-OuterPhase == {"none", "locked", "failed", "committed", "aborted"}   \* "failed": see RecoverPrimary
+OuterPhase == {"none", "locked", "failed", "committed", "aborted"}   \* "failed": see DecidePending
 CoordPhase == {"locking", "delegated", "committing", "aborting", "committed", "aborted"}
 
 VARIABLES
     crashed,    \* nodes that have stopped
-    cutOff,     \* crashed nodes the cluster manager has cut off and recovered
+    cutOff,     \* crashed nodes the cluster manager has cut off
+    decided,    \* cut-off primaries whose pending transactions recovery has decided
     primary,    \* primary[p] \in Index: the copy of p that serves
     lock,       \* lock[k]: the transaction holding k's lock, or None
     store,      \* store[c][k]: copy c's value of key k (keys of c's partition)
@@ -148,11 +169,11 @@ VARIABLES
     reads,      \* reads[t][k]: the value t read of k
     order       \* ghost: transactions in the order their inner regions committed
 
-vars == <<crashed, cutOff, primary, lock, store, installed, inbox, msgs,
+vars == <<crashed, cutOff, decided, primary, lock, store, installed, inbox, msgs,
           coord, coordAt, outer, inner, innerAt, seq, reads, order>>
 
 TypeOK ==
-    /\ crashed \subseteq Node /\ cutOff \subseteq crashed
+    /\ crashed \subseteq Node /\ cutOff \subseteq crashed /\ decided \subseteq cutOff \cap AllCopies
     /\ primary \in [Part -> Index]
     /\ lock \in [Key -> Txn \cup {None}]
     /\ store \in [AllCopies -> [Key -> Val]]
@@ -169,7 +190,7 @@ TypeOK ==
     /\ order \in Seq(Txn)
 
 Init ==
-    /\ crashed = {} /\ cutOff = {}
+    /\ crashed = {} /\ cutOff = {} /\ decided = {}
     /\ primary = [p \in Part |-> 1]
     /\ lock = [k \in Key |-> None]
     /\ store = [c \in AllCopies |-> [k \in Key |-> InitVal]]
@@ -258,7 +279,7 @@ CoordLockOuter(t, p) ==
     /\ reads' = [reads EXCEPT ![t] = [k \in Key |-> IF k \in ReadSet[t] /\ PartOf[k] = p
                                                      THEN store[Primary(p)][k] ELSE reads[t][k]]]
     /\ outer' = [outer EXCEPT ![t][p] = "locked"]
-    /\ UNCHANGED <<crashed, cutOff, primary, store, installed, inbox, msgs,
+    /\ UNCHANGED <<crashed, cutOff, decided, primary, store, installed, inbox, msgs,
                    coord, coordAt, inner, innerAt, seq, order>>
 
 \* Step 3: a lock is held by another transaction, or the participant does
@@ -269,7 +290,7 @@ CoordLockDenied(t, p) ==
     /\ \/ \E k \in KeysOn(t, p) : lock[k] \notin {None, t}
        \/ ~Up(Primary(p))
     /\ coord' = [coord EXCEPT ![t] = "aborting"]
-    /\ UNCHANGED <<crashed, cutOff, primary, lock, store, installed, inbox, msgs,
+    /\ UNCHANGED <<crashed, cutOff, decided, primary, lock, store, installed, inbox, msgs,
                    coordAt, outer, inner, innerAt, seq, reads, order>>
 
 \* Section 5.2: a participant t had locked failed before t was delegated,
@@ -278,19 +299,22 @@ CoordLearnParticipantFailed(t) ==
     /\ coord[t] = "locking" /\ CoordUp(t)
     /\ \E p \in Part : outer[t][p] = "failed"
     /\ coord' = [coord EXCEPT ![t] = "aborting"]
-    /\ UNCHANGED <<crashed, cutOff, primary, lock, store, installed, inbox, msgs,
+    /\ UNCHANGED <<crashed, cutOff, decided, primary, lock, store, installed, inbox, msgs,
                    coordAt, outer, inner, innerAt, seq, reads, order>>
 
 \* Step 4: every outer lock is held; hand the inner region, with the
 \* values read, to the inner partition's current primary.  From here on
-\* neither the coordinator nor an outer participant may abort t.
+\* neither the coordinator nor an outer participant may abort t.  While
+\* the partition's primary is cut off and no successor is elected, the
+\* channel is closed and the coordinator waits (D2): recovery's pending
+\* list may already be decided, so a delegation sent then would be lost.
 CoordDelegate(t) ==
-    /\ coord[t] = "locking" /\ CoordUp(t)
+    /\ coord[t] = "locking" /\ CoordUp(t) /\ Primary(InnerOf[t]) \notin cutOff
     /\ \A p \in OuterParts(t) : outer[t][p] = "locked"
     /\ coord' = [coord EXCEPT ![t] = "delegated"]
     /\ innerAt' = [innerAt EXCEPT ![t] = primary[InnerOf[t]]]
     /\ msgs' = Send({[type |-> "delegate", t |-> t, to |-> Primary(InnerOf[t])]})
-    /\ UNCHANGED <<crashed, cutOff, primary, lock, store, installed, inbox,
+    /\ UNCHANGED <<crashed, cutOff, decided, primary, lock, store, installed, inbox,
                    coordAt, outer, inner, seq, reads, order>>
 
 Notifiers(t) == {m.from : m \in {n \in msgs : n.type = "notify" /\ n.t = t /\ n.to = CoordNode(t)}}
@@ -311,24 +335,28 @@ AbortKnown(t) ==
 CoordLearnCommit(t) ==
     /\ coord[t] = "delegated" /\ CoordUp(t) /\ CommitKnown(t)
     /\ coord' = [coord EXCEPT ![t] = "committing"]
-    /\ UNCHANGED <<crashed, cutOff, primary, lock, store, installed, inbox, msgs,
+    /\ UNCHANGED <<crashed, cutOff, decided, primary, lock, store, installed, inbox, msgs,
                    coordAt, outer, inner, innerAt, seq, reads, order>>
 
 CoordLearnAbort(t) ==
     /\ coord[t] = "delegated" /\ CoordUp(t) /\ AbortKnown(t)
     /\ coord' = [coord EXCEPT ![t] = "aborting"]
-    /\ UNCHANGED <<crashed, cutOff, primary, lock, store, installed, inbox, msgs,
+    /\ UNCHANGED <<crashed, cutOff, decided, primary, lock, store, installed, inbox, msgs,
                    coordAt, outer, inner, innerAt, seq, reads, order>>
+
+\* Every live copy of p has applied what it received: an outer write
+\* shipped now lands behind p's earlier inner commits on every copy (D3).
+LogApplied(p) == \A c \in Copies(p) : Up(c) => CaughtUp(c)
 
 \* Step 5: outer partition p installs t's writes on its live copies
 \* (synchronous log shipping, D3) and releases t's locks.
 OuterCommit(t, p) ==
     /\ coord[t] = "committing" /\ CoordUp(t)
-    /\ outer[t][p] = "locked" /\ Up(Primary(p))
+    /\ outer[t][p] = "locked" /\ Up(Primary(p)) /\ LogApplied(p)
     /\ Install({c \in Copies(p) : Up(c)}, t)
     /\ Release(KeysOn(t, p))
     /\ outer' = [outer EXCEPT ![t][p] = "committed"]
-    /\ UNCHANGED <<crashed, cutOff, primary, inbox, msgs, coord, coordAt,
+    /\ UNCHANGED <<crashed, cutOff, decided, primary, inbox, msgs, coord, coordAt,
                    inner, innerAt, seq, reads, order>>
 
 OuterRelease(t, p) ==
@@ -336,14 +364,14 @@ OuterRelease(t, p) ==
     /\ outer[t][p] \in {"locked", "failed"} /\ Up(Primary(p))
     /\ Release(KeysOn(t, p))
     /\ outer' = [outer EXCEPT ![t][p] = "aborted"]
-    /\ UNCHANGED <<crashed, cutOff, primary, store, installed, inbox, msgs,
+    /\ UNCHANGED <<crashed, cutOff, decided, primary, store, installed, inbox, msgs,
                    coord, coordAt, inner, innerAt, seq, reads, order>>
 
 CoordFinish(t) ==
     /\ coord[t] \in {"committing", "aborting"} /\ CoordUp(t)
     /\ \A p \in Part : outer[t][p] \notin {"locked", "failed"}
     /\ coord' = [coord EXCEPT ![t] = IF @ = "committing" THEN "committed" ELSE "aborted"]
-    /\ UNCHANGED <<crashed, cutOff, primary, lock, store, installed, inbox, msgs,
+    /\ UNCHANGED <<crashed, cutOff, decided, primary, lock, store, installed, inbox, msgs,
                    coordAt, outer, inner, innerAt, seq, reads, order>>
 
 -----------------------------------------------------------------------------
@@ -366,7 +394,7 @@ InnerExecute(t) ==
     /\ msgs' = Send({[type |-> "replicate", t |-> t, from |-> c, to |-> r] :
                        r \in ConfigReplicas(InnerOf[t])})
     /\ inner' = [inner EXCEPT ![t] = "replicating"]
-    /\ UNCHANGED <<crashed, cutOff, primary, store, installed, inbox,
+    /\ UNCHANGED <<crashed, cutOff, decided, primary, store, installed, inbox,
                    coord, coordAt, outer, innerAt, order>>
 
 \* A lock is held, or the constraint fails: abort, and tell the coordinator
@@ -378,7 +406,7 @@ InnerReject(t) ==
        \/ \E k \in InnerKeys(t) : lock[k] \notin {None, t}
     /\ inner' = [inner EXCEPT ![t] = "aborted"]
     /\ msgs' = Send({Notice("innerAbort", t, c)})
-    /\ UNCHANGED <<crashed, cutOff, primary, lock, store, installed, inbox,
+    /\ UNCHANGED <<crashed, cutOff, decided, primary, lock, store, installed, inbox,
                    coord, coordAt, outer, innerAt, seq, reads, order>>
 
 \* The inner host's NIC has acknowledged the message at every replica in
@@ -395,7 +423,7 @@ InnerCommit(t) ==
     /\ inner' = [inner EXCEPT ![t] = "committed"]
     /\ order' = Serialize(t)
     /\ msgs' = IF ConfigReplicas(InnerOf[t]) = {} THEN Send({Notice("notify", t, c)}) ELSE msgs
-    /\ UNCHANGED <<crashed, cutOff, primary, inbox, coord, coordAt, outer,
+    /\ UNCHANGED <<crashed, cutOff, decided, primary, inbox, coord, coordAt, outer,
                    innerAt, seq, reads>>
 
 \* The replica's NIC receives the message (and acknowledges it).  The
@@ -407,7 +435,7 @@ ReplicaReceive(r, t) ==
     /\ inbox' = [inbox EXCEPT ![r] = @ \cup {t}]
     /\ order' = IF \A r2 \in ConfigReplicas(InnerOf[t]) \ {r} : t \in inbox[r2]
                THEN SerializeOnReceipt(t) ELSE order
-    /\ UNCHANGED <<crashed, cutOff, primary, lock, store, installed, msgs,
+    /\ UNCHANGED <<crashed, cutOff, decided, primary, lock, store, installed, msgs,
                    coord, coordAt, outer, inner, innerAt, seq, reads>>
 
 \* Every earlier sequence number of the partition is applied here, or can
@@ -424,7 +452,7 @@ ReplicaApply(r, t) ==
     /\ InOrder(r, t)
     /\ Install({r}, t)
     /\ msgs' = Send({Notice("notify", t, r)})
-    /\ UNCHANGED <<crashed, cutOff, primary, lock, inbox, coord, coordAt,
+    /\ UNCHANGED <<crashed, cutOff, decided, primary, lock, inbox, coord, coordAt,
                    outer, inner, innerAt, seq, reads, order>>
 
 -----------------------------------------------------------------------------
@@ -433,7 +461,7 @@ ReplicaApply(r, t) ==
 Crash(n) ==
     /\ Up(n) /\ Cardinality(crashed) < MaxCrashes
     /\ crashed' = crashed \cup {n}
-    /\ UNCHANGED <<cutOff, primary, lock, store, installed, inbox, msgs,
+    /\ UNCHANGED <<cutOff, decided, primary, lock, store, installed, inbox, msgs,
                    coord, coordAt, outer, inner, innerAt, seq, reads, order>>
 
 \* Close every channel to n (D2): the messages n sent, those sent to it,
@@ -444,9 +472,9 @@ Severed(n) == {m \in msgs : \/ "from" \in DOMAIN m /\ m.from = n
 
 \* Section 5.2's first phase, for a crashed primary or coordinator node:
 \* every other node closes its channels to it (cut-off), and nothing else
-\* happens in this step.  The rest of the recovery (gather the pending
-\* transactions, decide, forward, elect: RecoverPrimary, RecoverCoordinator)
-\* is a later step, so messages and a second crash can come in between.
+\* happens in this step.  The rest of a primary's recovery (GatherPending,
+\* DecidePending, ElectPrimary) and a coordinator's (RecoverCoordinator)
+\* are later steps, so messages and a second crash can come in between.
 \* A crashed replica's recovery is one step (RecoverReplica): it decides
 \* nothing.
 CloseChannels(n) ==
@@ -455,52 +483,84 @@ CloseChannels(n) ==
        \/ \E p \in Part : n = Primary(p)
     /\ cutOff' = cutOff \cup {n}
     /\ msgs' = msgs \ Severed(n)
-    /\ UNCHANGED <<crashed, primary, lock, store, installed, inbox, coord, coordAt,
+    /\ UNCHANGED <<crashed, decided, primary, lock, store, installed, inbox, coord, coordAt,
                    outer, inner, innerAt, seq, reads, order>>
+
+\* The copies of p that recovery works with: up, and not cut off.
+Survivors(p) == {c \in Copies(p) : Up(c) /\ c \notin cutOff}
+\* The transactions delegated to p's crashed primary: its pending list.
+Pending(p) == {t \in Txn : InnerOf[t] = p /\ innerAt[t] = primary[p]}
+\* p's primary is cut off and recovery has not yet decided its pending list.
+Recovering(p) == Primary(p) \in cutOff \ decided
+
+\* Some copy in S received t's replication message.
+Received(t, S) == \E s \in S : t \in inbox[s]
 
 \* Inner-host failure rule: commit iff some surviving replica received the
 \* replication message.
-RecoveryCommits(t, survivors) == \E s \in survivors : t \in inbox[s]
+RecoveryCommits(t, survivors) == Received(t, survivors)
 
 \* Whose inner locks recovery releases at once: those it aborts.  Those it
 \* commits keep theirs until RecoveryCommit (D4).
 RecoveryFrees(toAbort, toCommit) == toAbort
 
-\* The primary of p crashed; a surviving copy j becomes primary.
-\* As inner host: every transaction delegated to the crashed copy is
-\* decided by RecoveryCommits, from the survivors alone: the crashed host's
-\* own state is gone.  An abort the partition sent may have been dropped
-\* with the crashed copy's channels, so the new primary repeats every abort
-\* whose coordinator is still waiting (Section 5.2's pending list).  Those to commit are handed to
-\* every survivor (RecoveryCommit finishes them); the others are aborted,
-\* their inner locks released (D4), and the new primary tells the
-\* coordinator.
-\* As outer participant: the new primary keeps the locks (D3); a
-\* transaction holding them and not yet delegated is marked "failed" there,
-\* and its coordinator aborts it (CoordLearnParticipantFailed).
-RecoverPrimary(p) ==
-    LET n == Primary(p)
-        survivors == {c \in Copies(p) : Up(c) /\ c \notin cutOff}
-        held == {t \in Txn : InnerOf[t] = p /\ innerAt[t] = primary[p]}
-        toCommit == {t \in held : RecoveryCommits(t, survivors)}
-        toAbort == held \ toCommit
+\* Gathering is complete: every survivor holds every pending transaction
+\* some survivor holds (D9).
+Gathered(p) ==
+    \A t \in Pending(p) : Received(t, Survivors(p)) =>
+        \A s \in Survivors(p) : t \in inbox[s]
+
+\* Section 5.2, gather: each partition probes its log for pending
+\* transactions and the lists are aggregated at a designated node.  Here,
+\* one step a survivor and a transaction: survivor c receives the
+\* replication message of t, pending on p's crashed primary, that another
+\* survivor holds; c's NIC acks it like any other, and c applies it in
+\* sequence order (ReplicaApply).
+GatherPending(p, c, t) ==
+    /\ Recovering(p)
+    /\ c \in Survivors(p) /\ t \in Pending(p) /\ t \notin inbox[c]
+    /\ Received(t, Survivors(p))
+    /\ inbox' = [inbox EXCEPT ![c] = @ \cup {t}]
+    /\ UNCHANGED <<crashed, cutOff, decided, primary, lock, store, installed, msgs,
+                   coord, coordAt, outer, inner, innerAt, seq, reads, order>>
+
+\* Section 5.2, decide: once gathering is complete, the cluster manager
+\* decides every transaction pending on p's crashed primary, from the
+\* survivors alone (the crashed host's own state is gone): commit iff a
+\* survivor received it.  Those to commit serialize (D8) and keep their
+\* inner locks until RecoveryCommit; the others abort and free theirs (D4).
+\* As outer participant: a transaction holding p's locks (kept by the
+\* replicas, D3) and not yet delegated is marked "failed" there, and its
+\* coordinator aborts it (CoordLearnParticipantFailed).
+DecidePending(p) ==
+    LET toCommit == {t \in Pending(p) : RecoveryCommits(t, Survivors(p))}
+        toAbort == Pending(p) \ toCommit
     IN
-    /\ n \in cutOff
-    /\ \E j \in Index :
-         /\ <<p, j>> \in survivors
-         /\ primary' = [primary EXCEPT ![p] = j]
-         /\ msgs' = Send({Notice("innerAbort", t, <<p, j>>) :
-                            t \in {u \in Txn : /\ InnerOf[u] = p /\ coord[u] = "delegated" /\ AtOrigin(u)
-                                               /\ (u \in toAbort \/ inner[u] = "aborted")}})
-    /\ inbox' = [c \in AllCopies |-> IF c \in survivors THEN inbox[c] \cup (toCommit \ installed[c])
-                                     ELSE inbox[c]]
+    /\ Recovering(p) /\ Gathered(p)
+    /\ decided' = decided \cup {Primary(p)}
     /\ inner' = [t \in Txn |-> IF t \in toAbort THEN "aborted" ELSE inner[t]]
     /\ order' = SerializeAll(order, toCommit)
     /\ lock' = [k \in Key |-> IF lock[k] \in RecoveryFrees(toAbort, toCommit) /\ k \in InnerKeys(lock[k])
                              THEN None ELSE lock[k]]
     /\ outer' = [t \in Txn |-> IF coord[t] = "locking" /\ outer[t][p] = "locked"
                                THEN [outer[t] EXCEPT ![p] = "failed"] ELSE outer[t]]
-    /\ UNCHANGED <<crashed, cutOff, store, installed, coord, coordAt, innerAt, seq, reads>>
+    /\ UNCHANGED <<crashed, cutOff, primary, store, installed, inbox, msgs,
+                   coord, coordAt, innerAt, seq, reads>>
+
+\* Section 5.2, elect: a survivor j becomes p's primary.  An abort the
+\* partition sent may have been dropped with the crashed copy's channels,
+\* so the new primary repeats the abort of every transaction of p whose
+\* coordinator is still waiting.  It serves only once caught up (CaughtUp).
+ElectPrimary(p) ==
+    /\ Primary(p) \in decided
+    /\ \E j \in Index :
+         /\ <<p, j>> \in Survivors(p)
+         /\ primary' = [primary EXCEPT ![p] = j]
+         /\ msgs' = Send({Notice("innerAbort", t, <<p, j>>) :
+                            t \in {u \in Txn : /\ InnerOf[u] = p /\ coord[u] = "delegated" /\ AtOrigin(u)
+                                               /\ inner[u] = "aborted"}})
+    /\ UNCHANGED <<crashed, cutOff, decided, lock, store, installed, inbox, coord, coordAt,
+                   outer, inner, innerAt, seq, reads, order>>
 
 \* Recovery commits, on the new primary, a transaction whose inner host
 \* crashed after replicating it and before committing (Section 5.2, "that
@@ -512,7 +572,7 @@ RecoveryCommit(t) ==
     /\ inner' = [inner EXCEPT ![t] = "committed"]
     /\ Release(InnerKeys(t))
     /\ order' = Serialize(t)    \* already serialized on receipt, unless SerializeOnReceipt is replaced
-    /\ UNCHANGED <<crashed, cutOff, primary, store, installed, inbox, msgs,
+    /\ UNCHANGED <<crashed, cutOff, decided, primary, store, installed, inbox, msgs,
                    coord, coordAt, outer, innerAt, seq, reads>>
 
 \* A replica of p crashed: the configuration shrinks, so the inner host no
@@ -533,7 +593,7 @@ RecoverReplica(c) ==
                      THEN Delivered({Notice("notify", t, Primary(p)) : t \in committedHere})
                      ELSE {})
     /\ order' = IF lastReplica THEN order ELSE SerializeAll(order, nowAcked)
-    /\ UNCHANGED <<crashed, primary, lock, store, installed, inbox, coord, coordAt,
+    /\ UNCHANGED <<crashed, decided, primary, lock, store, installed, inbox, coord, coordAt,
                    outer, inner, innerAt, seq, reads>>
 
 \* What copy c of t's inner partition knows of t from its own log: as the
@@ -566,7 +626,7 @@ RecoverCoordinator(t) ==
             /\ UNCHANGED coord
        ELSE /\ coordAt' = [coordAt EXCEPT ![t] = Primary(p)]
             /\ coord' = [coord EXCEPT ![t] = IF @ \in {"locking", "delegated"} THEN "aborting" ELSE @]
-    /\ UNCHANGED <<crashed, cutOff, primary, lock, store, installed, inbox, msgs, outer, inner,
+    /\ UNCHANGED <<crashed, cutOff, decided, primary, lock, store, installed, inbox, msgs, outer, inner,
                    innerAt, seq, reads, order>>
 
 -----------------------------------------------------------------------------
@@ -591,7 +651,8 @@ Protocol ==
          \/ InnerExecute(t) \/ InnerReject(t) \/ InnerCommit(t)
          \/ \E r \in AllCopies : ReplicaReceive(r, t) \/ ReplicaApply(r, t)
          \/ RecoverCoordinator(t) \/ RecoveryCommit(t)
-    \/ \E p \in Part : RecoverPrimary(p)
+    \/ \E p \in Part : DecidePending(p) \/ ElectPrimary(p)
+                       \/ \E c \in Copies(p), t \in Txn : GatherPending(p, c, t)
     \/ \E n \in Node : CloseChannels(n)
     \/ \E c \in AllCopies : RecoverReplica(c)
 
@@ -694,6 +755,18 @@ NewPrimaryCrashReachable == ~\E p \in Part : primary[p] # 1 /\ Primary(p) \in cr
 \* are closed, no new primary is elected yet.
 CrashDuringRecoveryReachable ==
     ~\E p \in Part : Primary(p) \in cutOff /\ \E n \in crashed : n # Primary(p) /\ n \notin cutOff
+\* Recovery has a pending transaction to gather: one survivor received it
+\* and another did not (D9).
+GatherNeededReachable ==
+    ~\E p \in Part : Recovering(p) /\ \E t \in Pending(p) :
+        Received(t, Survivors(p)) /\ ~\A s \in Survivors(p) : t \in inbox[s]
+\* A copy crashes after recovery decided and before it elected a primary.
+CrashBeforeElectReachable ==
+    ~\E p \in Part : Primary(p) \in decided /\ \E c \in Copies(p) : c \in crashed /\ c \notin cutOff
+\* An outer write waits for a copy to apply an earlier inner commit (D3).
+OuterBehindLogReachable ==
+    ~\E t \in Txn, p \in Part : /\ coord[t] = "committing" /\ outer[t][p] = "locked"
+                               /\ Up(Primary(p)) /\ ~LogApplied(p)
 \* A transaction commits under a coordinator that took over (D7).
 TakeoverCommitReachable == ~\E t \in Txn : ~AtOrigin(t) /\ coord[t] = "committed"
 =============================================================================

@@ -48,6 +48,14 @@ OneRead == t1 :> {"h", "a"}
 OneWrite == t1 :> {"h", "a"}
 OneInner == t1 :> p1
 
+\* Two inner hosts, one key written in both regions: t1 (inner host p1)
+\* updates h and, as outer, a; t2 (inner host p2) updates a.  When t2
+\* commits first, p2's replica may not have applied it when t1's outer
+\* write of a arrives (D3).
+CrossRead == (t1 :> {"h", "a"}) @@ (t2 :> {"a"})
+CrossWrite == CrossRead
+CrossInner == (t1 :> p1) @@ (t2 :> p2)
+
 \* Larger, for manual runs: a third transaction updates h and b.
 ThreeRead == TwoRead @@ (t3 :> {"h"})
 ThreeWrite == TwoWrite @@ (t3 :> {"h", "b"})
@@ -72,8 +80,16 @@ MutantOuterRelease(t, p) ==
     /\ outer[t][p] = "locked" /\ Up(Primary(p))
     /\ Release(KeysOn(t, p))
     /\ outer' = [outer EXCEPT ![t][p] = "aborted"]
-    /\ UNCHANGED <<crashed, cutOff, primary, store, installed, inbox, msgs,
+    /\ UNCHANGED <<crashed, cutOff, decided, primary, store, installed, inbox, msgs,
                    coord, coordAt, inner, innerAt, seq, reads, order>>
+
+\* Mutant: recovery decides before every survivor holds what one of them
+\* received (D9).
+MutantGathered(p) == TRUE
+
+\* Mutant: an outer write is installed on every live copy at once, ahead
+\* of inner commits a copy received but has not applied (D3).
+MutantLogApplied(p) == TRUE
 
 \* Mutant: a replica applies whatever it holds, ignoring sequence order.
 MutantInOrder(r, t) == TRUE
