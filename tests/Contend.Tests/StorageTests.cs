@@ -8,6 +8,26 @@ namespace Contend.Tests;
 public class StorageTests
 {
     [Fact]
+    public void PrefetchingChangesNoLookup()
+    {
+        // Strife's pre-processing prefetches every key it is about to look up, present or not,
+        // with and without stamps: the hints must touch nothing a lookup reads.
+        using var table = new Table("t", 0, payloadSize: 8, capacity: 64);
+        for (long key = 0; key < 48; key++) table.Load(key * 3);
+        foreach (bool stamps in new[] { false, true })
+        {
+            if (stamps) table.EnsureStamps();
+            for (long key = -5; key < 160; key++)
+            {
+                table.PrefetchIndex(key);
+                table.PrefetchRow(key);
+                Assert.Equal(key >= 0 && key % 3 == 0 && key < 144 ? (int)(key / 3) : -1, table.Find(key));
+            }
+            if (stamps) Assert.Equal(0, table.Stamp(0));
+        }
+    }
+
+    [Fact]
     public unsafe void RowsAreCacheLineAlignedAndFoundByKey()
     {
         using var table = new Table("t", 0, payloadSize: 100, capacity: 1000);

@@ -62,6 +62,12 @@ internal sealed class StrifeAnalysis(Database db, StrifeOptions options, Mutants
             b.AccessCount[slot] = 0;
             b.Analysable[slot] = !program.HasKeyDependencies;
             if (!b.Analysable[slot]) continue;
+            // The lookups below are the analysis's main cost, each a cache miss on the index and
+            // another on the row: asked for first, all of a transaction's misses overlap.
+            foreach (var op in program.Ops)
+                if (op.Mode != AccessMode.Insert) db[op.TableId].PrefetchIndex(op.ResolveKey(args, default));
+            foreach (var op in program.Ops)
+                if (op.Mode != AccessMode.Insert) db[op.TableId].PrefetchRow(op.ResolveKey(args, default));
             foreach (var op in program.Ops)
             {
                 b.OpRow[slot * b.MaxAccess + op.Index] = -1;
