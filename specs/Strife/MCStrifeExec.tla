@@ -36,7 +36,7 @@ MutantAbortKeepsLocks(t) ==
     /\ UNCHANGED holder
 
 \* Mutant: with the overlap, batch b+1's clusters start as soon as it is
-\* analysed, while batch b's residuals still run.
+\* analysed, while batch b still runs (its clusters or its residuals).
 MutantStartClustersEarly(b) ==
     /\ bphase[b] = "analysed"
     /\ SetPhase(b, "clusters")

@@ -124,11 +124,20 @@ spec RetryReachable observes eRetried {
   }
 }
 
-// The overlap: a batch is analysed while the one before it runs its residuals.
+// The overlap: a batch is analysed while the one before it runs its residuals (the paper's),
+// or its clusters (ours).
 spec OverlapReachable observes eAnalysed {
   start state Watching {
-    on eAnalysed do (a: (b: int, overlapped: bool)) {
-      assert !a.overlapped, format("OverlapReachable: batch {0} analysed while batch {1} ran its residuals", a.b, a.b - 1);
+    on eAnalysed do (a: (b: int, before: BPhase)) {
+      assert a.before != RESIDUALS, format("OverlapReachable: batch {0} analysed while batch {1} ran its residuals", a.b, a.b - 1);
+    }
+  }
+}
+
+spec OverlapClustersReachable observes eAnalysed {
+  start state Watching {
+    on eAnalysed do (a: (b: int, before: BPhase)) {
+      assert a.before != CLUSTERS, format("OverlapClustersReachable: batch {0} analysed while batch {1} ran its clusters", a.b, a.b - 1);
     }
   }
 }

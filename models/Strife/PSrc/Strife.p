@@ -61,10 +61,11 @@ machine Strife {
       return ws;
     }
     if (n <= cfg.batches) {
-      // Analyze(n): without overlap once batch c is done; with it once c's residuals run.
-      if (phase[n] == WAITING && (phase[c] == DONE || cfg.overlap && phase[c] == RESIDUALS)) {
+      // Analyze(n): without overlap once batch c is done; with it once c runs (a worker gets
+      // here in c's conflict-free phase only when every cluster of c is taken).
+      if (phase[n] == WAITING && (phase[c] == DONE || cfg.overlap && (phase[c] == CLUSTERS || phase[c] == RESIDUALS))) {
         phase[n] = ANALYSED;
-        announce eAnalysed, (b = n, overlapped = phase[c] != DONE);
+        announce eAnalysed, (b = n, before = phase[c]);
         return ws;
       }
       if (cfg.mutants.overlapEarly && phase[n] == ANALYSED && claimedClusters[n] < sizeof(clusters[n])) {

@@ -3,7 +3,8 @@
 // gives the placement, with no conflict between clusters, which is what StrifeAnalysis.tla
 // checks the analysis guarantees), worker machines that take clusters and residuals as the
 // engine's workers do, a barrier between the phases, residual locks under NO_WAIT (then
-// WaitDie), and the overlap of batch b+1's analysis with batch b's residual phase. The Strife
+// WaitDie), and the overlap of batch b+1's analysis with batch b's run (its conflict-free phase
+// once every cluster is taken, and its residual phase). The Strife
 // machine holds every shared word and performs each step a worker asks for atomically.
 
 // One operation: the item it touches, and whether it writes it.
@@ -34,7 +35,7 @@ type WState = (txn: int, pc: int, retries: int, queue: seq[int], ranAgain: bool,
 
 // What the monitors observe.
 event eConfig: Config;
-event eAnalysed: (b: int, overlapped: bool);     // Analyze(b); overlapped: batch b-1 not done yet
+event eAnalysed: (b: int, before: BPhase);      // Analyze(b); before: batch b-1's phase then
 event eBatchDone: int;                           // FinishBatch(b)
 event eTxnStart: (t: int, clustered: bool);      // ClusterStart / ResidualStart
 event eUse: (item: int, t: int, write: bool);    // an op touches its item

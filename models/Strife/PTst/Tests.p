@@ -94,6 +94,7 @@ test tcExecClusterCommitReachable [main=TestExec]: assert ClusterCommitReachable
 test tcExecResidualCommitReachable [main=TestExec]: assert ResidualCommitReachable in { TestExec, Strife, Worker, Driver };
 test tcExecRetryReachable [main=TestExec]: assert RetryReachable in { TestExec, Strife, Worker, Driver };
 test tcOverlapReachable [main=TestOverlap]: assert OverlapReachable in { TestOverlap, Strife, Worker, Driver };
+test tcOverlapClustersReachable [main=TestOverlap]: assert OverlapClustersReachable in { TestOverlap, Strife, Worker, Driver };
 test tcOppositeRetryReachable [main=TestOppositeTerminates]: assert RetryReachable in { TestOppositeTerminates, Strife, Worker, Driver };
 // And the other way: without the overlap, no batch is analysed while another runs.
-test tcExecNeverOverlaps [main=TestExec]: assert OverlapReachable in { TestExec, Strife, Worker, Driver };
+test tcExecNeverOverlaps [main=TestExec]: assert OverlapReachable, OverlapClustersReachable in { TestExec, Strife, Worker, Driver };

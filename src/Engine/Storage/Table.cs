@@ -117,6 +117,17 @@ public sealed unsafe class Table : IDisposable
         if (_stamps is not null) fixed (long* stamp = &_stamps[entry - 1]) Sse.Prefetch0(stamp);
     }
 
+    /// <summary>A hint: asks the CPU for a row's header line and, in a row longer than one line,
+    /// the line after it (where most payloads start or continue).</summary>
+    public void PrefetchRowAt(int row)
+    {
+        if (!Sse.IsSupported) return;
+        Debug.Assert((uint)row < (uint)Capacity, $"PrefetchRowAt: row {row} is outside table {Name} (capacity {Capacity})");
+        byte* line = Row(row);
+        Sse.Prefetch0(line);
+        if (Stride > 64) Sse.Prefetch0(line + 64);
+    }
+
     /// <summary>Index of the row with this key, or -1. Allocates nothing.</summary>
     public int Find(long key)
     {

@@ -46,6 +46,8 @@ public static class StrifeTests
         None = 0, Residual = 1, TwoClusters = 2, Merge = 4,
         /// <summary>Not in every schedule: the test asserts it never happens and must be "caught".</summary>
         Overlap = 8,
+        /// <summary>The same, for the overlap with the conflict-free phase.</summary>
+        OverlapClusters = 16,
     }
 
     /// <summary>Two hot rows: transactions on A, on B, and on both (in opposite orders), twice
@@ -66,6 +68,15 @@ public static class StrifeTests
         new(A), new(B),
     ];
 
+    /// <summary>Every transaction of batch 1 writes A (TPC-C's warehouse row at one warehouse):
+    /// one cluster, so one worker runs it while the other, with no cluster to take, analyses
+    /// batch 2 (the overlap with the conflict-free phase), whose transactions touch A and B.</summary>
+    internal static readonly TxnSpec[] OneCluster =
+    [
+        new(A), new(A, B), new(A), new(A, C), new(A), new(A, D),
+        new(B), new(A),
+    ];
+
     /// <summary>A reader of A that writes C beside a writer of A, and a writer of D: with reads
     /// ignored, the reader may land in D's cluster while the writer of A is in another.</summary>
     internal static readonly TxnSpec[] ReadWrite =
@@ -84,6 +95,9 @@ public static class StrifeTests
         new("StrifeLongResidual", () => Run(LongResidual, Mutants.None, Expect.Residual), MaxSteps: Steps),
         new("StrifeOverlapReachable", () => Run(LongResidual, Mutants.None, Expect.Residual | Expect.Overlap),
             CaughtBy: "OverlapReachable", MaxSteps: Steps),
+        new("StrifeOneCluster", () => Run(OneCluster, Mutants.None, Expect.None), MaxSteps: Steps),
+        new("StrifeOverlapClustersReachable", () => Run(OneCluster, Mutants.None, Expect.OverlapClusters),
+            CaughtBy: "OverlapClustersReachable", MaxSteps: Steps),
         new("StrifeReadWrite", () => Run(ReadWrite, Mutants.None, Expect.TwoClusters), MaxSteps: Steps),
         new("StrifeTwinAllocateAcross", () => Run(Spans, Mutants.StrifeAllocateAcross, Expect.None),
             CaughtBy: "ConflictFreeInv", MaxSteps: Steps),
@@ -137,6 +151,8 @@ public static class StrifeTests
         // reachable: an assertion that it never happens, which Coyote must break.
         if (expect.HasFlag(Expect.Overlap))
             Specification.Assert(!checker.Overlapped, "OverlapReachable: a batch was analysed while the one before it ran its residuals");
+        if (expect.HasFlag(Expect.OverlapClusters))
+            Specification.Assert(!checker.OverlappedClusters, "OverlapClustersReachable: a batch was analysed while the one before it ran its clusters");
     }
 
     /// <summary>Serves the workload in order to whichever worker draws (a fixed batch content).</summary>
@@ -188,8 +204,10 @@ public static class StrifeTests
         public bool SawResidual { get; private set; }
         public bool SawTwoClusters { get; private set; }
         public bool SawMerge { get; private set; }
-        /// <summary>A batch analysed while the one before it was not done (the overlap).</summary>
+        /// <summary>A batch analysed while the one before it ran its residuals (the paper's overlap).</summary>
         public bool Overlapped { get; private set; }
+        /// <summary>A batch analysed while a clustered transaction of the one before it had not ended (ours).</summary>
+        public bool OverlappedClusters { get; private set; }
         public int BatchesDone { get { lock (_gate) return _done.Count; } }
 
         public long CommittedWrites(int row)
@@ -203,7 +221,13 @@ public static class StrifeTests
             lock (_gate)
             {
                 _batches[batch.Number] = batch;
-                Overlapped |= batch.Number > 1 && !_done.Contains(batch.Number - 1);
+                if (batch.Number > 1 && !_done.Contains(batch.Number - 1))
+                {
+                    bool clustersRun = _batches.TryGetValue(batch.Number - 1, out var before)
+                                       && Enumerable.Range(0, before.Count).Any(s => before.Cluster(s) > 0 && !_ended.ContainsKey((before.Number, s)));
+                    if (clustersRun) OverlappedClusters = true;
+                    else Overlapped = true;
+                }
                 var clusters = new HashSet<int>();
                 for (int s = 0; s < batch.Count; s++)
                 {

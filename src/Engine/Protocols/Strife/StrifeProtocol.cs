@@ -1,5 +1,6 @@
 using System.Diagnostics;
 using Contend.Engine.Runtime;
+using Contend.Engine.Storage;
 
 namespace Contend.Engine.Protocols.Strife;
 
@@ -8,7 +9,8 @@ namespace Contend.Engine.Protocols.Strife;
 /// <param name="SpotRounds">spot's random picks, k; 0: eight per worker ("a small factor times
 /// the number of cores", Section 3.1), at most 256</param>
 /// <param name="NoWaitRetries">conflict aborts under NO_WAIT before a residual turns to WaitDie</param>
-/// <param name="Overlap">analyse batch n+1 while batch n runs its residuals (Section 4.1)</param>
+/// <param name="Overlap">analyse batch n+1 while batch n runs: in its residual phase (Section 4.1),
+/// and in its conflict-free phase once a worker has no cluster left to take</param>
 /// <param name="Seed">seeds spot's picks (per batch) and allocate's random cluster</param>
 public sealed record StrifeOptions(int BatchSize = 1000, double Alpha = 0.2, int SpotRounds = 0, int NoWaitRetries = 3,
                                    bool Overlap = true, ulong Seed = 1)
@@ -31,7 +33,7 @@ public sealed record StrifeOptions(int BatchSize = 1000, double Alpha = 0.2, int
 /// analysis splits the batch into conflict-free clusters and a residual; the clusters run in
 /// parallel with no concurrency control, one worker a cluster; a barrier; the residuals run
 /// under NO_WAIT 2PL, then WaitDie; then the next batch. With <see cref="StrifeOptions.Overlap"/>
-/// a worker with no residual left to take analyses the next batch meanwhile.
+/// a worker with no cluster and no residual left to take analyses the next batch meanwhile.
 /// </summary>
 /// <remarks>
 /// Scheduling has no barrier that waits for every worker: every stage is a count of work
@@ -42,6 +44,7 @@ public sealed record StrifeOptions(int BatchSize = 1000, double Alpha = 0.2, int
 public sealed class StrifeProtocol : IBatchProtocol
 {
     readonly StrifeOptions _options;
+    readonly Database _db;
     readonly StrifeAnalysis _analysis;
     readonly Unlocked _cluster;
     readonly NoWaitThenWaitDie _residual;
@@ -54,7 +57,8 @@ public sealed class StrifeProtocol : IBatchProtocol
     public StrifeProtocol(ProtocolSetup setup, StrifeOptions options)
     {
         _options = options.Resolve(setup.Workers);
-        foreach (var table in setup.Database.Tables) table.EnsureStamps();
+        _db = setup.Database;
+        foreach (var table in _db.Tables) table.EnsureStamps();
         _analysis = new StrifeAnalysis(setup.Database, _options, setup.Mutants);
         _cluster = new Unlocked(setup);
         _residual = new NoWaitThenWaitDie(setup, _options.NoWaitRetries);
@@ -142,10 +146,16 @@ public sealed class StrifeProtocol : IBatchProtocol
         int chunk;
         switch (phase)
         {
-            // StrifeExec.tla Analyze: without overlap, once batch n-1 is done; with it, once n-1's
-            // residual phase has started.
+            // StrifeExec.tla Analyze: without overlap, once batch n-1 is done; with it, once n-1
+            // runs. The paper names only the residual phase; in the conflict-free phase a worker
+            // gets here only when every cluster is taken, so it would otherwise idle (with one
+            // cluster, as TPC-C at one warehouse has, one worker runs the batch alone). Safe in
+            // either phase: the analysis reads the index and writes the stamps, and no
+            // execution writes a stamp; a key inserted meanwhile is one the analysis sent to
+            // the residual (StrifeAnalysis's remarks).
             case BatchPhase.Idle:
-                if (!(currentPhase == BatchPhase.Done || _options.Overlap && currentPhase == BatchPhase.Residuals) || !Start(b, n, worker))
+                if (!(currentPhase == BatchPhase.Done || _options.Overlap && currentPhase is BatchPhase.Clusters or BatchPhase.Residuals)
+                    || !Start(b, n, worker))
                     return false;
                 break;
             case BatchPhase.Filling:
@@ -239,9 +249,11 @@ public sealed class StrifeProtocol : IBatchProtocol
     {
         if (phase != BatchPhase.Clusters && !(_overlapEarly && phase == BatchPhase.Analysed)) return false;
         if (!StrifeBatch.TryClaim(ref b.ClusterClaim, n, b.WorkClusters, out int w)) return false;
-        for (int i = b.WorkStart[w]; i < b.WorkStart[w] + b.WorkLength[w]; i++)
+        int end = b.WorkStart[w] + b.WorkLength[w];
+        for (int i = b.WorkStart[w]; i < end; i++)
         {
             int slot = b.WorkOrder[i];
+            if (i + 1 < end) PrefetchRows(b, b.WorkOrder[i + 1]);
             Load(b, n, slot, worker.Ctx, clustered: true);
             var outcome = _cluster.Run(worker.Ctx, out var reason);
             Debug.Assert(outcome != Outcome.Aborted, $"batch {n}, slot {slot}: a clustered transaction met a conflict ({reason})");
@@ -250,6 +262,14 @@ public sealed class StrifeProtocol : IBatchProtocol
         }
         if (Interlocked.Increment(ref b.ClustersDone) == b.WorkClusters) Barrier(b, n);
         return true;
+    }
+
+    /// <summary>Asks the CPU for a clustered transaction's rows, which the analysis found: called
+    /// one transaction ahead, the misses of the next overlap the running of this one.</summary>
+    void PrefetchRows(StrifeBatch b, int slot)
+    {
+        int at = slot * b.MaxAccess;
+        for (int i = 0; i < b.AccessCount[slot]; i++) _db[b.AccessTable[at + i]].PrefetchRowAt(b.AccessRow[at + i]);
     }
 
     /// <summary>StrifeExec.tla Barrier: every cluster has finished; the residual phase starts.</summary>

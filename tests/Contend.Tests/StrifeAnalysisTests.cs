@@ -1,0 +1,64 @@
+using System.Buffers.Binary;
+using Contend.Engine.Programs;
+using Contend.Engine.Protocols;
+using Contend.Engine.Protocols.Strife;
+using Contend.Engine.Runtime;
+using Contend.Engine.Storage;
+
+namespace Contend.Tests;
+
+/// <summary>
+/// Strife's analysis on one thread (<see cref="StrifeProtocol.AnalyseAlone"/>): a transaction with
+/// a key the index does not hold is left to the residual, since the key may be inserted before
+/// it runs (the overlap analyses a batch while the one before it inserts); the others are
+/// clustered as their rows say.
+/// </summary>
+public class StrifeAnalysisTests
+{
+    const long Missing = 999;
+
+    sealed class Alternating(TxnProgram onRow, TxnProgram withMissing) : ITransactionSource
+    {
+        int _drawn;
+
+        public TxnProgram Next(TxnContext ctx)
+        {
+            bool missing = _drawn++ % 2 == 1;
+            ctx.Args[0] = _drawn % 4; // rows 0..3: each clustered transaction alone on its row
+            ctx.Args[1] = Missing;
+            return missing ? withMissing : onRow;
+        }
+    }
+
+    static long Increment(Span<byte> row, ReadOnlySpan<long> args, ReadOnlySpan<long> results)
+    {
+        long v = BinaryPrimitives.ReadInt64LittleEndian(row) + 1;
+        BinaryPrimitives.WriteInt64LittleEndian(row, v);
+        return v;
+    }
+
+    [Fact]
+    public void TransactionWithAMissingKeyIsResidual()
+    {
+        using var db = new Database();
+        var table = db.Create("rec", sizeof(long), 16);
+        for (int key = 0; key < 8; key++) table.Load(key);
+        var onRow = new ProgramBuilder("onRow", db, 2).Write("w", "rec", KeySource.FromArg(0), Increment).Build();
+        var withMissing = new ProgramBuilder("withMissing", db, 2)
+            .Write("w", "rec", KeySource.FromArg(0), Increment)
+            .Read("r", "rec", KeySource.FromArg(1), (row, a, r) => BinaryPrimitives.ReadInt64LittleEndian(row))
+            .Build();
+        var strife = new StrifeProtocol(ProtocolSetup.For(db, 2), new StrifeOptions(BatchSize: 8, Alpha: 1.0, SpotRounds: 8));
+        var worker = new BatchWorker(new TxnContext(0, null), new Alternating(onRow, withMissing), new WorkerStats(), 1, RunControl.Fixed(long.MaxValue));
+
+        var view = strife.AnalyseAlone(worker);
+
+        Assert.Equal(8, view.Count);
+        for (int slot = 0; slot < view.Count; slot++)
+        {
+            if (view.Program(slot) == withMissing) Assert.True(view.Cluster(slot) == -1, $"slot {slot} reads missing key {Missing} but is in cluster {view.Cluster(slot)}");
+            else Assert.True(view.Cluster(slot) > 0, $"slot {slot} touches one row only, yet is residual");
+        }
+        Assert.Equal(4, view.Residuals);
+    }
+}
