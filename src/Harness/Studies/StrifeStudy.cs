@@ -97,7 +97,7 @@ public static class StrifeStudy
         sb.AppendLine();
         sb.AppendLine("The paper's clusters run in parallel on as many cores as there are clusters (15); here at most 2 run at once. " +
                       "At 1 warehouse every transaction shares the warehouse row (Payment writes it), so the analysis makes one cluster, " +
-                      "which one worker runs while the other has nothing to do until the residual phase.");
+                      "which one worker runs while the other analyses the next batch: Strife's rate is then one worker's, without concurrency control.");
         return sb.ToString();
     }
 }
