@@ -11,7 +11,8 @@ public class StorageTests
     public void PrefetchingChangesNoLookup()
     {
         // Strife's pre-processing prefetches every key it is about to look up, present or not,
-        // with and without stamps: the hints must touch nothing a lookup reads.
+        // with and without stamps, and its cluster phase every row it is about to run on: the
+        // hints must touch nothing a lookup or a read sees.
         using var table = new Table("t", 0, payloadSize: 8, capacity: 64);
         for (long key = 0; key < 48; key++) table.Load(key * 3);
         foreach (bool stamps in new[] { false, true })
@@ -22,6 +23,13 @@ public class StorageTests
                 table.PrefetchIndex(key);
                 table.PrefetchRow(key);
                 Assert.Equal(key >= 0 && key % 3 == 0 && key < 144 ? (int)(key / 3) : -1, table.Find(key));
+            }
+            // The cluster phase prefetches rows by number, a row ahead of the one it runs.
+            for (int row = 0; row < 48; row++)
+            {
+                table.PrefetchRowAt(row);
+                Assert.Equal(row, table.Find(row * 3));
+                Assert.Equal(0, table.Payload(row)[0]);
             }
             if (stamps) Assert.Equal(0, table.Stamp(0));
         }
