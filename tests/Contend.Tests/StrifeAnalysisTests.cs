@@ -24,7 +24,7 @@ public class StrifeAnalysisTests
         public TxnProgram Next(TxnContext ctx)
         {
             bool missing = _drawn++ % 2 == 1;
-            ctx.Args[0] = _drawn % 4; // rows 0..3: each clustered transaction alone on its row
+            ctx.Args[0] = _drawn % 4; // onRow on rows 1 and 3, withMissing on rows 0 and 2: they never share a row
             ctx.Args[1] = Missing;
             return missing ? withMissing : onRow;
         }
