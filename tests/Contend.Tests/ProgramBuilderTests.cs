@@ -1,4 +1,6 @@
 using Contend.Engine.Programs;
+using Contend.Engine.Protocols;
+using Contend.Engine.Runtime;
 using Contend.Engine.Storage;
 
 namespace Contend.Tests;
@@ -75,5 +77,21 @@ public class ProgramBuilderTests
             .Read("d", "t", KeySource.Computed(FromFirst, "b"), Nothing).Build();
         Assert.Equal([1, 2, 0, 3], p.Order);
         Assert.True(p.HasKeyDependencies);
+    }
+
+    [Fact]
+    public void BodyThatAbortsAgainstItsDeclarationThrowsNamingProgramAndOp()
+    {
+        using var db = Db();
+        db.TryGet("t", out var table);
+        table.Load(0);
+        var p = new ProgramBuilder("p", db, 1).Write("a", "t", KeySource.FromArg(0), (row, a, r) => TxnProgram.UserAbort).BodiesNeverAbort().Build();
+        Assert.False(p.BodiesMayAbort);
+        var protocol = (ITransactionProtocol)ProtocolRegistry.Create("NoWait", ProtocolSetup.For(db, 1));
+        var ctx = new TxnContext(0, null);
+        ctx.Start(p, 1);
+        ctx.Args[0] = 0;
+        var e = Assert.Throws<InvalidOperationException>(() => protocol.Run(ctx, out _));
+        Assert.Equal("program p, op a: the body returned UserAbort, but the program was built with BodiesNeverAbort", e.Message);
     }
 }

@@ -31,6 +31,7 @@ public sealed class ProgramBuilder(string name, Database db, int argCount)
     sealed record Draft(string Name, string Table, AccessMode Mode, int ModeArg, KeySource Key, string[] ValueDeps, OpBody Body, OpBody? WriteBody = null);
 
     readonly List<Draft> _drafts = new();
+    bool _bodiesMayAbort = true;
 
     public ProgramBuilder Read(string op, string table, KeySource key, OpBody body, params string[] valueDeps) =>
         Add(new Draft(op, table, AccessMode.Read, -1, key, valueDeps, body));
@@ -44,6 +45,14 @@ public sealed class ProgramBuilder(string name, Database db, int argCount)
 
     public ProgramBuilder Insert(string op, string table, KeySource key, OpBody body, params string[] valueDeps) =>
         Add(new Draft(op, table, AccessMode.Insert, -1, key, valueDeps, body));
+
+    /// <summary>Declares that no body of the program returns <see cref="TxnProgram.UserAbort"/>
+    /// (its logic may still abort on a missing key). A body that does anyway throws when it runs.</summary>
+    public ProgramBuilder BodiesNeverAbort()
+    {
+        _bodiesMayAbort = false;
+        return this;
+    }
 
     ProgramBuilder Add(Draft d)
     {
@@ -93,7 +102,7 @@ public sealed class ProgramBuilder(string name, Database db, int argCount)
                 KeyDeps = keyDeps, ValueDeps = valueDeps, Body = d.Body, WriteBody = d.WriteBody,
             };
         }
-        return new TxnProgram(name, ops, TopologicalOrder(ops), argCount);
+        return new TxnProgram(name, ops, TopologicalOrder(ops), argCount, _bodiesMayAbort);
     }
 
     int[] Resolve(string where, string kind, string[] names, Dictionary<string, int> index)

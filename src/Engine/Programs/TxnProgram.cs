@@ -79,18 +79,36 @@ public sealed class TxnProgram
     public int[] DependencyCount { get; }
     /// <summary>The ops that depend on nothing, in index order.</summary>
     public int[] Roots { get; }
+    /// <summary>False when the program was built declaring that no body returns
+    /// <see cref="UserAbort"/> (<see cref="ProgramBuilder.BodiesNeverAbort"/>): a protocol that
+    /// can rule out every other abort may then write rows without keeping their before-images.</summary>
+    public bool BodiesMayAbort { get; }
+    /// <summary>The insert ops in <see cref="Order"/>: the order in which the op loop collects them.</summary>
+    public int[] InsertsInOrder { get; }
 
-    internal TxnProgram(string name, Op[] ops, int[] order, int argCount)
+    internal TxnProgram(string name, Op[] ops, int[] order, int argCount, bool bodiesMayAbort)
     {
         Name = name;
         Ops = ops;
         Order = order;
         ArgCount = argCount;
+        BodiesMayAbort = bodiesMayAbort;
+        InsertsInOrder = order.Where(i => ops[i].Mode == AccessMode.Insert).ToArray();
         HasKeyDependencies = ops.Any(o => o.KeyDeps.Length > 0 && o.Mode != AccessMode.Insert);
         DependencyCount = ops.Select(o => o.KeyDeps.Concat(o.ValueDeps).Distinct().Count()).ToArray();
         Dependents = ops.Select(o => ops.Where(d => d.KeyDeps.Contains(o.Index) || d.ValueDeps.Contains(o.Index))
                                         .Select(d => d.Index).ToArray()).ToArray();
         Roots = ops.Where(o => DependencyCount[o.Index] == 0).Select(o => o.Index).ToArray();
+    }
+
+    /// <summary>Runs op <paramref name="op"/>'s body; a body that aborts against the program's
+    /// declaration is a bug in the program, and throws rather than leave a half-written row.</summary>
+    public long RunBody(Op op, bool write, Span<byte> row, ReadOnlySpan<long> args, ReadOnlySpan<long> results)
+    {
+        long result = op.BodyFor(write)(row, args, results);
+        if (result == UserAbort && !BodiesMayAbort)
+            throw new InvalidOperationException($"program {Name}, op {op.Name}: the body returned UserAbort, but the program was built with BodiesNeverAbort");
+        return result;
     }
 
     public override string ToString() => Name;

@@ -1,3 +1,4 @@
+using System.Diagnostics;
 using Contend.Engine.History;
 using Contend.Engine.Programs;
 using Contend.Engine.Runtime;
@@ -50,7 +51,7 @@ public abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtocol
                 Abort(ctx);
                 return Outcome.Aborted;
             }
-            long result = op.BodyFor(write)(data, args, ctx.Results);
+            long result = program.RunBody(op, write, data, args, ctx.Results);
             if (result == TxnProgram.UserAbort)
             {
                 Abort(ctx);
@@ -76,18 +77,25 @@ public abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtocol
     protected abstract void Abort(TxnContext ctx);
 
     /// <summary>
-    /// Allocates, fills and publishes the attempt's inserted rows, each stamped with the
-    /// attempt's id; called by a commit once nothing can abort it but a full table. Rows
-    /// allocated before a full table is found stay unreachable (never published).
+    /// Allocates (or, when the attempt reserved them, keys) its inserted rows, fills and
+    /// publishes them, each stamped with the attempt's id; called by a commit once nothing can
+    /// abort it but a full table. Rows allocated before a full table is found stay unreachable
+    /// (never published).
     /// </summary>
     internal static bool ApplyInserts(Database db, TxnContext ctx, List<Access>? history)
     {
         if (ctx.InsertCount == 0) return true;
         Span<int> rows = ctx.InsRow.AsSpan(0, ctx.InsertCount);
+        Debug.Assert(!ctx.InsertRowsReserved || ctx.InsOp.AsSpan(0, ctx.InsertCount).SequenceEqual(ctx.Program.InsertsInOrder),
+                     $"program {ctx.Program.Name}: the inserts made are not the ones rows were reserved for");
+        // Each publish claims a random index slot by CAS, and a locked instruction waits for
+        // its line: asking for every slot's line first makes the misses overlap instead.
+        for (int i = 0; i < ctx.InsertCount; i++) db[ctx.Program.Ops[ctx.InsOp[i]].TableId].PrefetchIndex(ctx.InsKey[i]);
         for (int i = 0; i < ctx.InsertCount; i++)
         {
-            rows[i] = db[ctx.Program.Ops[ctx.InsOp[i]].TableId].Allocate(ctx.InsKey[i]);
-            if (rows[i] < 0) return false;
+            var table = db[ctx.Program.Ops[ctx.InsOp[i]].TableId];
+            if (ctx.InsertRowsReserved) table.Assign(rows[i], ctx.InsKey[i]);
+            else if ((rows[i] = table.Allocate(ctx.InsKey[i])) < 0) return false;
         }
         for (int i = 0; i < ctx.InsertCount; i++)
         {

@@ -46,9 +46,10 @@ public sealed class TxnContext
     public readonly int[] AccRow = new int[MaxOps];
     /// <summary>Lock mode held (2PL), or 1 when the row is in the write set (Silo).</summary>
     public readonly byte[] AccMode = new byte[MaxOps];
-    /// <summary>2PL: offset of the before-image in <see cref="Buffer"/>, -1 if not written.
-    /// Silo: offset of the private copy.</summary>
+    /// <summary>2PL: offset of the before-image in <see cref="Buffer"/>, <see cref="NotWritten"/>, or
+    /// <see cref="WrittenWithoutImage"/>. Silo: offset of the private copy.</summary>
     public readonly int[] AccBuffer = new int[MaxOps];
+    public const int NotWritten = -1, WrittenWithoutImage = -2;
     /// <summary>Version observed when the row was first read (the history's reads-from; Silo's validation).</summary>
     public readonly long[] AccVersion = new long[MaxOps];
     /// <summary>Protocol-specific per-access word (Ordered: 1 when the row is wanted exclusive).</summary>
@@ -58,6 +59,9 @@ public sealed class TxnContext
 
     // Inserts, applied at commit.
     public int InsertCount;
+    /// <summary>Set when InsRow already holds a reserved row for each insert the attempt will
+    /// make (in the program's <see cref="TxnProgram.InsertsInOrder"/>); cleared by <see cref="BeginAttempt"/>.</summary>
+    public bool InsertRowsReserved;
     public readonly int[] InsOp = new int[MaxOps];
     public readonly long[] InsKey = new long[MaxOps];
     public readonly int[] InsRow = new int[MaxOps];
@@ -91,6 +95,7 @@ public sealed class TxnContext
         TxnId = (attempt << 8) | (uint)Worker;
         AccessCount = 0;
         InsertCount = 0;
+        InsertRowsReserved = false;
         BufferUsed = 0;
     }
 
@@ -108,7 +113,7 @@ public sealed class TxnContext
         AccTable[i] = table;
         AccRow[i] = row;
         AccMode[i] = 0;
-        AccBuffer[i] = -1;
+        AccBuffer[i] = NotWritten;
         AccVersion[i] = 0;
         AccExtra[i] = 0;
         return i;

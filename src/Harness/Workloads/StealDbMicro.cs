@@ -41,7 +41,7 @@ public sealed class StealDbMicro(int tables, int rows, int ops, int hot) : IWork
             if (t == 0) builder.Write("increment0", table.Name, KeySource.FromArg(0), Fields.IncrementFirst);
             else if (t < _ops) builder.Write($"increment{t}", table.Name, KeySource.FromArg(t), Fields.IncrementFirst, "increment0");
         }
-        _program = builder.Build();
+        _program = builder.BodiesNeverAbort().Build();
     }
 
     public ITransactionSource CreateSource(int worker, ulong seed) => new Source(this, Rng.Seed(seed, worker));

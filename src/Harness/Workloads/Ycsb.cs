@@ -52,7 +52,7 @@ public sealed class Ycsb(long rows, int requests, double readFraction, double th
             var builder = new ProgramBuilder($"ycsb_{count}", db, 2 * _requests);
             for (int i = 0; i < count; i++)
                 builder.ReadOrWrite($"request{i}", "usertable", KeySource.FromArg(i), _requests + i, Fields.ReadFirst, Fields.IncrementFirst);
-            _programs[count] = builder.Build();
+            _programs[count] = builder.BodiesNeverAbort().Build();
         }
     }
 

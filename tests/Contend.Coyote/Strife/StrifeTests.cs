@@ -189,6 +189,8 @@ public static class StrifeTests
                 b.Read($"op{i}", "rec", KeySource.FromArg(i), (row, a, r) =>
                     last && a[abortArg] != 0 ? TxnProgram.UserAbort : BinaryPrimitives.ReadInt64LittleEndian(row));
         }
+        // The rest declare it, so clusters run both with before-images and without.
+        if (!spec.UserAbort) b.BodiesNeverAbort();
         return b.Build();
     }
 

@@ -424,7 +424,7 @@ public sealed class StealDb : ITransactionProtocol
         var runnerSlot = _slots[runner];
         runnerSlot.Executed++;
         if (runner != s.Worker) runnerSlot.Stolen++;
-        long result = o.BodyFor(write)(data, args, ctx.Results);
+        long result = ctx.Program.RunBody(o, write, data, args, ctx.Results);
         if (_earlyRelease)
         {
             // Mutant (MutantExecuteAndRelease): the lock goes as soon as the op has run.

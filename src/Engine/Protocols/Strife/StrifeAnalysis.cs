@@ -55,6 +55,7 @@ internal sealed class StrifeAnalysis(Database db, StrifeOptions options, Mutants
         // transactions enter the batch together, and a shared counter is a contended line.
         long entered = Stopwatch.GetTimestamp();
         long firstTimestamp = worker.NextTimestamps(end - start);
+        Span<long> keys = stackalloc long[TxnContext.MaxOps];
         for (int slot = start; slot < end; slot++)
         {
             var program = worker.Draw();
@@ -68,17 +69,22 @@ internal sealed class StrifeAnalysis(Database db, StrifeOptions options, Mutants
             b.Analysable[slot] = !program.HasKeyDependencies;
             if (!b.Analysable[slot]) continue;
             // The lookups below are the analysis's main cost, each a cache miss on the index and
-            // another on the row: asked for first, all of a transaction's misses overlap.
+            // another on the row: asked for first, all of a transaction's misses overlap. Each
+            // key is resolved once (a computed key is a delegate call).
             foreach (var op in program.Ops)
-                if (op.Mode != AccessMode.Insert) db[op.TableId].PrefetchIndex(op.ResolveKey(args, default));
+            {
+                if (op.Mode == AccessMode.Insert) continue;
+                keys[op.Index] = op.ResolveKey(args, default);
+                db[op.TableId].PrefetchIndex(keys[op.Index]);
+            }
             foreach (var op in program.Ops)
-                if (op.Mode != AccessMode.Insert) db[op.TableId].PrefetchRow(op.ResolveKey(args, default));
+                if (op.Mode != AccessMode.Insert) db[op.TableId].PrefetchRow(keys[op.Index]);
             foreach (var op in program.Ops)
             {
                 b.OpRow[slot * b.MaxAccess + op.Index] = -1;
                 if (op.Mode == AccessMode.Insert) continue;
                 var table = db[op.TableId];
-                int row = table.Find(op.ResolveKey(args, default));
+                int row = table.Find(keys[op.Index]);
                 if (row < 0)
                 {
                     b.Analysable[slot] = false; // the key may exist by the time it runs: see the remarks

@@ -59,7 +59,7 @@ public sealed class StrifeProtocol : IBatchProtocol
         _options = options.Resolve(setup.Workers);
         _db = setup.Database;
         foreach (var table in _db.Tables) table.EnsureStamps();
-        _analysis = new StrifeAnalysis(setup.Database, _options, setup.Mutants);
+        _analysis = new StrifeAnalysis(_db, _options, setup.Mutants);
         _cluster = new Unlocked(setup);
         _residual = new NoWaitThenWaitDie(setup, _options.NoWaitRetries);
         _buffers =

@@ -18,6 +18,10 @@ public abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(setu
     /// false the mode says what the attempt still holds or must clean up.</summary>
     protected abstract bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason);
 
+    /// <summary>Whether the attempt saves a row's before-image when it first writes it: always,
+    /// unless the protocol has ruled out every abort of the attempt.</summary>
+    protected virtual bool KeepsImages(TxnContext ctx) => true;
+
     /// <summary>Releases whatever access <paramref name="access"/> holds.</summary>
     protected virtual void Unlock(TxnContext ctx, Table table, int access)
     {
@@ -43,15 +47,19 @@ public abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(setu
         }
         reason = AbortReason.None;
         data = table.Payload(row);
-        if (write && ctx.AccBuffer[access] < 0)
+        if (write && ctx.AccBuffer[access] == TxnContext.NotWritten)
         {
-            data.CopyTo(ctx.Reserve(data.Length, out int offset));
-            ctx.AccBuffer[access] = offset;
+            if (KeepsImages(ctx))
+            {
+                data.CopyTo(ctx.Reserve(data.Length, out int offset));
+                ctx.AccBuffer[access] = offset;
+            }
+            else ctx.AccBuffer[access] = TxnContext.WrittenWithoutImage;
         }
         return true;
     }
 
-    static readonly Func<TxnContext, int, bool> Written = (ctx, i) => ctx.AccBuffer[i] >= 0;
+    static readonly Func<TxnContext, int, bool> Written = (ctx, i) => ctx.AccBuffer[i] != TxnContext.NotWritten;
 
     protected override bool Commit(TxnContext ctx, out AbortReason reason)
     {
@@ -64,7 +72,7 @@ public abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(setu
         }
         for (int i = 0; i < ctx.AccessCount; i++)
         {
-            if (ctx.AccBuffer[i] >= 0) Volatile.Write(ref Db[ctx.AccTable[i]].Version(ctx.AccRow[i]), ctx.TxnId);
+            if (ctx.AccBuffer[i] != TxnContext.NotWritten) Volatile.Write(ref Db[ctx.AccTable[i]].Version(ctx.AccRow[i]), ctx.TxnId);
         }
         if (history is not null)
         {
@@ -86,7 +94,7 @@ public abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(setu
     {
         for (int i = 0; i < ctx.AccessCount; i++)
         {
-            if (ctx.AccBuffer[i] < 0) continue;
+            if (ctx.AccBuffer[i] < 0) continue; // not written, or written without an image: nothing to restore
             var table = Db[ctx.AccTable[i]];
             ctx.Buffer.AsSpan(ctx.AccBuffer[i], table.PayloadSize).CopyTo(table.Payload(ctx.AccRow[i]));
         }
