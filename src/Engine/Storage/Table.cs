@@ -120,6 +120,13 @@ public sealed unsafe class Table : IDisposable
         if (_stamps is not null) fixed (long* stamp = &_stamps[entry - 1]) Sse.Prefetch0(stamp);
     }
 
+    /// <summary>A hint: asks the CPU for the row's stamp line (<see cref="EnsureStamps"/> first).</summary>
+    public void PrefetchStamp(int row)
+    {
+        if (!Sse.IsSupported) return;
+        fixed (long* stamp = &_stamps![row]) Sse.Prefetch0(stamp);
+    }
+
     /// <summary>A hint: asks the CPU for a row's header line and, in a row longer than one line,
     /// the line after it (where most payloads start or continue).</summary>
     public void PrefetchRowAt(int row)

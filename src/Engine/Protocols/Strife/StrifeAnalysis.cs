@@ -46,8 +46,16 @@ internal sealed class StrifeAnalysis(Database db, StrifeOptions options, Mutants
     public readonly int MaxClusters = options.SpotRounds;
 
     /// <summary>Draws the chunk's transactions on this worker and pre-processes them: resolves
-    /// each op's row and marks it touched, and written if the op writes (the pre-processing
-    /// step of Section 3: "the set of data items accessed in a write mode").</summary>
+    /// each op's row and marks the rows they write (the pre-processing step of Section 3: "the
+    /// set of data items accessed in a write mode").</summary>
+    /// <remarks>
+    /// Looking a key up costs a cache miss on the index line, one on the row (whose key the
+    /// lookup compares) and, for a written row, one on its stamp. So three transactions are in
+    /// flight: slot s is drawn and its index lines asked for; slot s-1's rows and stamps are
+    /// asked for, its index lines having arrived while s was drawn; slot s-2 is looked up and
+    /// marked, its lines in cache. The misses of one transaction overlap each other and the
+    /// drawing of the next, rather than stalling one after another.
+    /// </remarks>
     public void Fill(StrifeBatch b, uint number, int chunk, BatchWorker worker)
     {
         int start = chunk * StrifeBatch.ChunkSize, end = Math.Min(b.Count, start + StrifeBatch.ChunkSize);
@@ -55,76 +63,107 @@ internal sealed class StrifeAnalysis(Database db, StrifeOptions options, Mutants
         // transactions enter the batch together, and a shared counter is a contended line.
         long entered = Stopwatch.GetTimestamp();
         long firstTimestamp = worker.NextTimestamps(end - start);
-        Span<long> keys = stackalloc long[TxnContext.MaxOps];
-        for (int slot = start; slot < end; slot++)
+        // The keys of the three slots in flight, each resolved once (a computed key is a delegate call).
+        Span<long> keys = stackalloc long[3 * TxnContext.MaxOps];
+        for (int slot = start; slot < end + 2; slot++)
         {
-            var program = worker.Draw();
-            b.Program[slot] = program;
-            var args = b.ArgsOf(slot);
-            worker.Ctx.Args.AsSpan(0, program.ArgCount).CopyTo(args);
-            b.Timestamp[slot] = firstTimestamp + (slot - start);
-            b.StartTicks[slot] = entered;
-            b.Place[slot] = StrifeBatch.Unplaced;
-            b.AccessCount[slot] = 0;
-            b.Analysable[slot] = !program.HasKeyDependencies;
-            if (!b.Analysable[slot]) continue;
-            // The lookups below are the analysis's main cost, each a cache miss on the index and
-            // another on the row: asked for first, all of a transaction's misses overlap. Each
-            // key is resolved once (a computed key is a delegate call).
-            foreach (var op in program.Ops)
+            if (slot < end)
             {
-                if (op.Mode == AccessMode.Insert) continue;
-                keys[op.Index] = op.ResolveKey(args, default);
-                db[op.TableId].PrefetchIndex(keys[op.Index]);
+                b.Timestamp[slot] = firstTimestamp + (slot - start);
+                b.StartTicks[slot] = entered;
+                Draw(b, slot, worker, KeysOf(keys, slot));
             }
-            foreach (var op in program.Ops)
-                if (op.Mode != AccessMode.Insert) db[op.TableId].PrefetchRow(keys[op.Index]);
-            foreach (var op in program.Ops)
-            {
-                b.OpRow[slot * b.MaxAccess + op.Index] = -1;
-                if (op.Mode == AccessMode.Insert) continue;
-                var table = db[op.TableId];
-                int row = table.Find(keys[op.Index]);
-                if (row < 0)
-                {
-                    b.Analysable[slot] = false; // the key may exist by the time it runs: see the remarks
-                    break;
-                }
-                b.OpRow[slot * b.MaxAccess + op.Index] = row;
-                AddAccess(b, slot, table.Id, row, op.Writes(args));
-            }
-            if (!b.Analysable[slot]) continue;
-            int at = slot * b.MaxAccess;
-            for (int i = 0; i < b.AccessCount[slot]; i++)
-            {
-                ref long stamp = ref db[b.AccessTable[at + i]].Stamp(b.AccessRow[at + i]);
-                var wait = new SpinWait();
-                while (!StrifeStamp.TryMark(ref stamp, number, b.AccessWrite[at + i])) Spin.Once(ref wait);
-            }
+            if (slot - 1 >= start && slot - 1 < end) PrefetchRows(b, slot - 1, KeysOf(keys, slot - 1));
+            if (slot - 2 >= start) Resolve(b, number, slot - 2, KeysOf(keys, slot - 2));
         }
+    }
+
+    static Span<long> KeysOf(Span<long> keys, int slot) => keys.Slice(slot % 3 * TxnContext.MaxOps, TxnContext.MaxOps);
+
+    /// <summary>Pre-processing, first step: draws the slot's transaction, resolves its keys and
+    /// asks for the index lines they hash to.</summary>
+    void Draw(StrifeBatch b, int slot, BatchWorker worker, Span<long> keys)
+    {
+        var program = worker.Draw();
+        b.Program[slot] = program;
+        var args = b.ArgsOf(slot);
+        worker.Ctx.Args.AsSpan(0, program.ArgCount).CopyTo(args);
+        b.Place[slot] = StrifeBatch.Unplaced;
+        b.AccessCount[slot] = 0;
+        b.Analysable[slot] = !program.HasKeyDependencies;
+        if (!b.Analysable[slot]) return;
+        foreach (var op in program.Ops)
+        {
+            if (op.Mode == AccessMode.Insert) continue;
+            keys[op.Index] = op.ResolveKey(args, default);
+            db[op.TableId].PrefetchIndex(keys[op.Index]);
+        }
+    }
+
+    /// <summary>Pre-processing, second step: asks for the rows (and stamps) the index lines name.</summary>
+    void PrefetchRows(StrifeBatch b, int slot, Span<long> keys)
+    {
+        if (!b.Analysable[slot]) return;
+        foreach (var op in b.Program[slot].Ops)
+            if (op.Mode != AccessMode.Insert) db[op.TableId].PrefetchRow(keys[op.Index]);
+    }
+
+    /// <summary>Pre-processing, last step: finds each op's row, lists the slot's distinct rows,
+    /// and marks those it writes.</summary>
+    void Resolve(StrifeBatch b, uint number, int slot, Span<long> keys)
+    {
+        if (!b.Analysable[slot]) return;
+        var program = b.Program[slot];
+        var args = b.ArgsOf(slot);
+        foreach (var op in program.Ops)
+        {
+            b.OpRow[slot * b.MaxAccess + op.Index] = -1;
+            if (op.Mode == AccessMode.Insert) continue;
+            var table = db[op.TableId];
+            int row = table.Find(keys[op.Index]);
+            if (row < 0)
+            {
+                b.Analysable[slot] = false; // the key may exist by the time it runs: see the remarks
+                return;
+            }
+            b.OpRow[slot * b.MaxAccess + op.Index] = row;
+            AddAccess(b, slot, table.Id, row, op.Writes(args));
+        }
+        int at = slot * b.MaxAccess;
+        for (int i = 0; i < b.AccessCount[slot]; i++)
+            if (b.AccessWrite[at + i]) StrifeStamp.Mark(ref StampOf(b, at + i), number);
     }
 
     static void AddAccess(StrifeBatch b, int slot, int table, int row, bool write)
     {
         int at = slot * b.MaxAccess, n = b.AccessCount[slot];
-        for (int i = 0; i < n; i++)
+        long access = StrifeBatch.AccessOf(table, row);
+        int seen = b.AccessKey.AsSpan(at, n).IndexOf(access);
+        if (seen >= 0)
         {
-            if (b.AccessRow[at + i] != row || b.AccessTable[at + i] != table) continue;
-            b.AccessWrite[at + i] |= write;
+            b.AccessWrite[at + seen] |= write;
             return;
         }
-        b.AccessTable[at + n] = table;
-        b.AccessRow[at + n] = row;
+        b.AccessKey[at + n] = access;
         b.AccessWrite[at + n] = write;
         b.AccessCount[slot] = n + 1;
     }
 
-    /// <summary>Whether access <paramref name="i"/> of a slot takes part in clustering: its row is
-    /// written by some transaction of the batch (and, for the IgnoreReads twin, by this one).</summary>
-    bool TakesPart(StrifeBatch b, int at, long stamp) =>
-        StrifeStamp.Written(stamp) && (!_ignoreReads || b.AccessWrite[at]);
+    /// <summary>Whether access <paramref name="at"/> takes part in clustering: its row is written by
+    /// some transaction of the batch, so pre-processing stamped it with the batch's number (and,
+    /// for the IgnoreReads twin, the access is a write).</summary>
+    bool TakesPart(StrifeBatch b, uint number, int at, long stamp) =>
+        StrifeStamp.Batch(stamp) == number && (!_ignoreReads || b.AccessWrite[at]);
 
-    ref long StampOf(StrifeBatch b, int at) => ref db[b.AccessTable[at]].Stamp(b.AccessRow[at]);
+    ref long StampOf(StrifeBatch b, int at) => ref db[b.AccessTable(at)].Stamp(b.AccessRow(at));
+
+    /// <summary>Asks for a slot's stamp lines: called a slot ahead by the stages that read every
+    /// stamp of a slot, so that the misses of the next overlap the work on this one.</summary>
+    void PrefetchStamps(StrifeBatch b, int slot)
+    {
+        int at = slot * b.MaxAccess;
+        for (int i = 0; i < b.AccessCount[slot]; i++) db[b.AccessTable(at + i)].PrefetchStamp(b.AccessRow(at + i));
+    }
 
     /// <summary>The clusters a slot's rows are in: 0 (none), 1 (then <paramref name="cluster"/>),
     /// or 2 for two or more. With <paramref name="byRoot"/>, clusters count by merge's roots.</summary>
@@ -136,8 +175,8 @@ internal sealed class StrifeAnalysis(Database db, StrifeOptions options, Mutants
         for (int i = 0; i < b.AccessCount[slot]; i++)
         {
             long stamp = Volatile.Read(ref StampOf(b, at + i));
-            Debug.Assert(StrifeStamp.Batch(stamp) == number, $"batch {number}, slot {slot}: a row of the transaction was not stamped by pre-processing");
-            if (!TakesPart(b, at + i, stamp)) continue;
+            Debug.Assert(!b.AccessWrite[at + i] || StrifeStamp.Batch(stamp) == number, $"batch {number}, slot {slot}: a row the transaction writes was not stamped by pre-processing");
+            if (!TakesPart(b, number, at + i, stamp)) continue;
             any = true;
             int c = StrifeStamp.Cluster(stamp);
             if (c == 0) continue;
@@ -175,6 +214,7 @@ internal sealed class StrifeAnalysis(Database db, StrifeOptions options, Mutants
         int end = Math.Min(b.Count, (chunk + 1) * StrifeBatch.ChunkSize);
         for (int slot = chunk * StrifeBatch.ChunkSize; slot < end; slot++)
         {
+            if (slot + 1 < end && b.Place[slot + 1] == StrifeBatch.Unplaced) PrefetchStamps(b, slot + 1);
             if (b.Place[slot] != StrifeBatch.Unplaced) continue;
             if (!b.Analysable[slot])
             {
@@ -209,7 +249,7 @@ internal sealed class StrifeAnalysis(Database db, StrifeOptions options, Mutants
         {
             ref long stamp = ref StampOf(b, at + i);
             long seen = Volatile.Read(ref stamp);
-            if (!TakesPart(b, at + i, seen)) continue;
+            if (!TakesPart(b, number, at + i, seen)) continue;
             int got = StrifeStamp.Cluster(seen) != 0 ? StrifeStamp.Cluster(seen) : StrifeStamp.Claim(ref stamp, number, c, reallocating);
             if (reallocating) got = b.Root(got);
             if (got != c && !_allocateAcross)
@@ -234,7 +274,7 @@ internal sealed class StrifeAnalysis(Database db, StrifeOptions options, Mutants
         for (int slot = 0; slot < b.Count; slot++)
         {
             if (b.Place[slot] != StrifeBatch.Residual || !b.Analysable[slot]) continue;
-            int n = DistinctClusters(b, slot, seen);
+            int n = DistinctClusters(b, number, slot, seen);
             for (int x = 0; x < n; x++)
                 for (int y = 0; y < n; y++)
                     if (seen[x] < seen[y]) b.PairCount[seen[x] * stride + seen[y]]++;
@@ -252,14 +292,14 @@ internal sealed class StrifeAnalysis(Database db, StrifeOptions options, Mutants
     }
 
     /// <summary>The distinct clusters (as allocate left them) of a slot's rows, into <paramref name="into"/>.</summary>
-    int DistinctClusters(StrifeBatch b, int slot, Span<int> into)
+    int DistinctClusters(StrifeBatch b, uint number, int slot, Span<int> into)
     {
         int n = 0, at = slot * b.MaxAccess;
         for (int i = 0; i < b.AccessCount[slot]; i++)
         {
             long stamp = Volatile.Read(ref StampOf(b, at + i));
             int c = StrifeStamp.Cluster(stamp);
-            if (!TakesPart(b, at + i, stamp) || c == 0 || StrifeStamp.Reallocated(stamp) || into[..n].Contains(c)) continue;
+            if (!TakesPart(b, number, at + i, stamp) || c == 0 || StrifeStamp.Reallocated(stamp) || into[..n].Contains(c)) continue;
             into[n++] = c;
         }
         return n;
@@ -272,6 +312,7 @@ internal sealed class StrifeAnalysis(Database db, StrifeOptions options, Mutants
         int end = Math.Min(b.Count, (chunk + 1) * StrifeBatch.ChunkSize);
         for (int slot = chunk * StrifeBatch.ChunkSize; slot < end; slot++)
         {
+            if (slot + 1 < end && b.Place[slot + 1] == StrifeBatch.Residual) PrefetchStamps(b, slot + 1);
             if (b.Place[slot] != StrifeBatch.Residual || !b.Analysable[slot]) continue;
             if (ClustersOf(b, number, slot, byRoot: true, out int root, out _) == 1)
                 TryJoin(b, number, slot, root, reallocating: true);
@@ -332,7 +373,7 @@ internal sealed class StrifeAnalysis(Database db, StrifeOptions options, Mutants
         {
             int slot = b.ResidualOrder[r];
             if (!b.Analysable[slot]) continue;
-            int n = DistinctClusters(b, slot, clusters);
+            int n = DistinctClusters(b, number, slot, clusters);
             bool spans = false;
             for (int x = 1; x < n && !spans; x++) spans = b.Root(clusters[x]) != b.Root(clusters[0]);
             bool touchesFree = false;
@@ -340,7 +381,7 @@ internal sealed class StrifeAnalysis(Database db, StrifeOptions options, Mutants
             for (int i = 0; i < b.AccessCount[slot]; i++)
             {
                 long stamp = Volatile.Read(ref StampOf(b, at + i));
-                touchesFree |= TakesPart(b, at + i, stamp) && (StrifeStamp.Cluster(stamp) == 0 || StrifeStamp.Reallocated(stamp));
+                touchesFree |= TakesPart(b, number, at + i, stamp) && (StrifeStamp.Cluster(stamp) == 0 || StrifeStamp.Reallocated(stamp));
             }
             Debug.Assert(spans || touchesFree, $"batch {number}: residual slot {slot} spans no unjoined pair and touches no free row (ResidualBoundInv)");
             if (spans) spanning++;

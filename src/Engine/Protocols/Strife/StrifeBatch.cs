@@ -61,8 +61,11 @@ internal sealed class StrifeBatch
     public readonly bool[] Analysable;
     /// <summary>OpRow[slot * MaxAccess + op]: the op's row as pre-processing found it, or -1.</summary>
     public readonly int[] OpRow;
+    /// <summary>AccessCount[slot]: how many distinct rows the slot's ops touch.</summary>
     public readonly int[] AccessCount;
-    public readonly int[] AccessTable, AccessRow;
+    /// <summary>AccessKey[slot * MaxAccess + i]: the slot's i-th distinct row as (table id &lt;&lt; 32) | row,
+    /// one word so that looking for a row among those already listed is one vector search.</summary>
+    public readonly long[] AccessKey;
     public readonly bool[] AccessWrite;
     /// <summary>Unplaced, Residual, or a cluster id (allocate's; its root after merge).</summary>
     public readonly int[] Place;
@@ -99,8 +102,7 @@ internal sealed class StrifeBatch
         Analysable = new bool[capacity];
         OpRow = new int[capacity * MaxAccess];
         AccessCount = new int[capacity];
-        AccessTable = new int[capacity * MaxAccess];
-        AccessRow = new int[capacity * MaxAccess];
+        AccessKey = new long[capacity * MaxAccess];
         AccessWrite = new bool[capacity * MaxAccess];
         Place = new int[capacity];
         Parent = new int[maxClusters + 1];
@@ -164,6 +166,10 @@ internal sealed class StrifeBatch
         if ((uint)((ulong)seen >> 32) != number || index >= limit) return false;
         return Interlocked.CompareExchange(ref claim, seen + 1, seen) == seen;
     }
+
+    public static long AccessOf(int table, int row) => ((long)table << 32) | (uint)row;
+    public int AccessTable(int at) => (int)(AccessKey[at] >> 32);
+    public int AccessRow(int at) => (int)AccessKey[at];
 
     public Span<long> ArgsOf(int slot) => Args.AsSpan(slot * ArgStride, ArgStride);
 

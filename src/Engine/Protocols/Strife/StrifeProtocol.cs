@@ -269,7 +269,7 @@ public sealed class StrifeProtocol : IBatchProtocol
     void PrefetchRows(StrifeBatch b, int slot)
     {
         int at = slot * b.MaxAccess;
-        for (int i = 0; i < b.AccessCount[slot]; i++) _db[b.AccessTable[at + i]].PrefetchRowAt(b.AccessRow[at + i]);
+        for (int i = 0; i < b.AccessCount[slot]; i++) _db[b.AccessTable(at + i)].PrefetchRowAt(b.AccessRow(at + i));
     }
 
     /// <summary>StrifeExec.tla Barrier: every cluster has finished; the residual phase starts.</summary>
