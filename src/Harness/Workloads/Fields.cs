@@ -5,7 +5,7 @@ namespace Contend.Harness.Workloads;
 
 /// <summary>Op bodies over a row's first 8-byte field, shared by the workloads that use one.</summary>
 /// <remarks>Delegates made from lambdas, not from static methods: a delegate over a static method
-/// is called through a shuffle thunk that moves every argument one register along (6% of a
+/// is called through a shuffle thunk that moves every argument one register along (4-7% of a
 /// YCSB worker's samples under Strife), a lambda's is a plain instance call.</remarks>
 public static class Fields
 {
