@@ -117,7 +117,7 @@ public sealed unsafe class Table : IDisposable
         int entry = Volatile.Read(ref _slots[Hash(key) & _slotMask]);
         if (entry == 0) return;
         Sse.Prefetch0(Row(entry - 1));
-        if (_stamps is not null) fixed (long* stamp = &_stamps[entry - 1]) Sse.Prefetch0(stamp);
+        if (_stamps is not null) PrefetchStamp(entry - 1);
     }
 
     /// <summary>A hint: asks the CPU for the row's stamp line (<see cref="EnsureStamps"/> first).</summary>
