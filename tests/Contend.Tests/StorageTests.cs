@@ -21,7 +21,7 @@ public class StorageTests
             for (long key = -5; key < 160; key++)
             {
                 table.PrefetchIndex(key);
-                table.PrefetchRow(key);
+                table.PrefetchFound(key);
                 Assert.Equal(key >= 0 && key % 3 == 0 && key < 144 ? (int)(key / 3) : -1, table.Find(key));
             }
             // The cluster phase prefetches rows by number, a row ahead of the one it runs.
@@ -49,6 +49,28 @@ public class StorageTests
             Assert.Equal(0, (payload - Table.HeaderSize) % 64);
         }
         Assert.Equal(-1, table.Find(1));
+    }
+
+    [Fact]
+    public void KeysWiderThanTheSlotAreToldApartByTheirRows()
+    {
+        // An index slot holds a key's low 32 bits, whole for a key that fits and as a filter for
+        // one that does not: keys alike in their low 32 bits (and negative keys, all wide) must
+        // each find their own row, and a wide key must not match a narrow one's slot.
+        long[] keys = [7, 7 + (1L << 32), 7 - (1L << 32), -1, uint.MaxValue, (long)uint.MaxValue + 1, long.MinValue, long.MaxValue, 1L << 40];
+        using var table = new Table("t", 0, payloadSize: 8, capacity: 2 * keys.Length);
+        table.EnsureStamps();
+        for (int i = 0; i < keys.Length; i++) Assert.Equal(i, table.Load(keys[i]));
+        for (int i = 0; i < keys.Length; i++)
+        {
+            table.PrefetchFound(keys[i]);
+            Assert.Equal(i, table.Find(keys[i]));
+            var refused = Assert.Throws<InvalidOperationException>(() => table.Load(keys[i]));
+            Assert.Contains("loaded twice", refused.Message);
+        }
+        Assert.Equal(-1, table.Find(7 + (2L << 32)));
+        Assert.Equal(-1, table.Find(uint.MaxValue - 1L));
+        Assert.Equal(-1, table.Find(-2));
     }
 
     [Fact]

@@ -61,4 +61,39 @@ public class StrifeAnalysisTests
         }
         Assert.Equal(4, view.Residuals);
     }
+
+    /// <summary>One program on two distinct rows of eight, drawn in turn.</summary>
+    sealed class OnTwoRows(TxnProgram program) : ITransactionSource
+    {
+        int _drawn;
+
+        public TxnProgram Next(TxnContext ctx)
+        {
+            ctx.Args[0] = _drawn % 8;
+            ctx.Args[1] = (_drawn + 3) % 8;
+            _drawn++;
+            return program;
+        }
+    }
+
+    [Fact]
+    public void ARowReadAndWrittenIsListedOnce()
+    {
+        using var db = new Database();
+        var table = db.Create("rec", sizeof(long), 16);
+        for (int key = 0; key < 8; key++) table.Load(key);
+        static long Read(Span<byte> row, ReadOnlySpan<long> a, ReadOnlySpan<long> r) => BinaryPrimitives.ReadInt64LittleEndian(row);
+        var program = new ProgramBuilder("readThenWrite", db, 2)
+            .Read("r0", "rec", KeySource.FromArg(0), Read)
+            .Read("r1", "rec", KeySource.FromArg(1), Read)
+            .Write("w0", "rec", KeySource.FromArg(0), Increment)
+            .Read("r0again", "rec", KeySource.FromArg(0), Read)
+            .Build();
+        var strife = new StrifeProtocol(ProtocolSetup.For(db, 2), new StrifeOptions(BatchSize: 8, Alpha: 1.0, SpotRounds: 8));
+        var worker = new BatchWorker(new TxnContext(0, null), new OnTwoRows(program), new WorkerStats(), 1, RunControl.Fixed(long.MaxValue));
+
+        var view = strife.AnalyseAlone(worker);
+
+        for (int slot = 0; slot < view.Count; slot++) Assert.Equal(2, view.Rows(slot));
+    }
 }

@@ -1,6 +1,5 @@
 using System.Diagnostics;
 using System.Runtime.CompilerServices;
-using System.Numerics;
 using System.Runtime.InteropServices;
 using System.Runtime.Intrinsics.X86;
 
@@ -20,6 +19,18 @@ namespace Contend.Engine.Storage;
 ///   +16  key           8 B   primary key, written once before the row is published
 ///   +24  payload       PayloadSize bytes
 /// </code>
+/// Index slot (one word per slot; 0 = empty; open addressing, linear probing):
+/// <code>
+///   63                 32   31   30                     0
+///  +---------------------+------+------------------------+
+///  |   key, low 32 bits  | wide |        row + 1         |
+///  +---------------------+------+------------------------+
+/// </code>
+/// A key that fits in 32 bits (every key the workloads make) is compared in the slot, so a
+/// lookup reads the index line and not the row's: Strife's analysis finds the rows of a whole
+/// batch without touching one of them. A wider key (wide = 1) keeps its low bits as a filter,
+/// and the lookup confirms it with the row's key.
+///
 /// Shared words are read and written only through <c>ref long</c> with Volatile /
 /// Interlocked, never through raw pointer loads, so Coyote's rewriter sees every access
 /// (../../shared/DESIGN.md).
@@ -38,8 +49,8 @@ public sealed unsafe class Table : IDisposable
     byte* _rows;
     int _count;
     long[]? _stamps;
-    readonly int[] _slots;   // open addressing, linear probing: row + 1, 0 = empty
-    readonly int _slotMask;
+    readonly long[] _slots;
+    const long RowMask = int.MaxValue, WideBit = 1L << 31;
 
     public Table(string name, int id, int payloadSize, int capacity)
     {
@@ -53,18 +64,20 @@ public sealed unsafe class Table : IDisposable
         nuint bytes = (nuint)Stride * (nuint)capacity;
         _rows = (byte*)NativeMemory.AlignedAlloc(bytes, 64);
         NativeMemory.Clear(_rows, bytes);
-        // At most 2/3 full: keeps probe sequences short at the sizes the workloads load.
-        int slots = (int)Math.Min(1L << 30, (long)BitOperations.RoundUpToPowerOf2((uint)Math.Max(4, capacity + capacity / 2)));
-        _slots = new int[slots];
+        // At most 3/4 full, and never full (more slots than rows), so every probe ends at an
+        // empty slot. Not rounded up to a power of two: at 10M rows that would take 2^24 slots
+        // of 8 B where 14M do (the 10M-row YCSB table and its index are to fit in 1.5 GB).
+        long slots = capacity + capacity / 3 + 1;
+        if (slots > Array.MaxLength) throw new ArgumentOutOfRangeException(nameof(capacity), $"table {name}: capacity {capacity} needs {slots} index slots, more than an array holds");
+        _slots = new long[slots];
         // A large array comes zeroed from the OS, untouched: clearing it takes its page faults
         // here, at load, rather than in the first inserts a measured run makes.
         _slots.AsSpan().Clear();
-        _slotMask = slots - 1;
     }
 
     public int Count => Volatile.Read(ref _count);
 
-    public long MemoryBytes => (long)Stride * Capacity + (long)_slots.Length * sizeof(int);
+    public long MemoryBytes => (long)Stride * Capacity + (long)_slots.Length * sizeof(long);
 
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     byte* Row(int row)
@@ -106,18 +119,21 @@ public sealed unsafe class Table : IDisposable
     public void PrefetchIndex(long key)
     {
         if (!Sse.IsSupported) return;
-        fixed (int* slot = &_slots[Hash(key) & _slotMask]) Sse.Prefetch0(slot);
+        fixed (long* slot = &_slots[Home(key)]) Sse.Prefetch0(slot);
     }
 
-    /// <summary>A hint: if the index line <see cref="Find"/> starts at names a row, asks the CPU to
-    /// fetch that row's header (and its stamp, if any). Best after <see cref="PrefetchIndex"/>.</summary>
-    public void PrefetchRow(long key)
+    /// <summary>A hint: asks the CPU for what <see cref="Find"/> will read after the index line
+    /// it starts at, if that line names this key's row: the row's stamp (when the table has
+    /// stamps), and the row's header only for a key too wide for the slot to hold.
+    /// Best after <see cref="PrefetchIndex"/>.</summary>
+    public void PrefetchFound(long key)
     {
         if (!Sse.IsSupported) return;
-        int entry = Volatile.Read(ref _slots[Hash(key) & _slotMask]);
-        if (entry == 0) return;
-        Sse.Prefetch0(Row(entry - 1));
-        if (_stamps is not null) PrefetchStamp(entry - 1);
+        long probe = Probe(key), entry = Volatile.Read(ref _slots[Home(key)]);
+        if (entry == 0 || (entry & ~RowMask) != probe) return;
+        int row = RowOf(entry);
+        if ((probe & WideBit) != 0) Sse.Prefetch0(Row(row));
+        if (_stamps is not null) PrefetchStamp(row);
     }
 
     /// <summary>A hint: asks the CPU for the row's stamp line (<see cref="EnsureStamps"/> first).</summary>
@@ -138,18 +154,33 @@ public sealed unsafe class Table : IDisposable
         if (Stride > 64) Sse.Prefetch0(line + 64);
     }
 
-    /// <summary>Index of the row with this key, or -1. Allocates nothing.</summary>
+    /// <summary>Index of the row with this key, or -1. Allocates nothing, and reads no row
+    /// unless the key is wider than 32 bits.</summary>
     public int Find(long key)
     {
-        int slot = Hash(key) & _slotMask;
+        long probe = Probe(key);
+        int slot = Home(key);
         while (true)
         {
-            int entry = Volatile.Read(ref _slots[slot]);
+            long entry = Volatile.Read(ref _slots[slot]);
             if (entry == 0) return -1;
-            if (Key(entry - 1) == key) return entry - 1;
-            slot = (slot + 1) & _slotMask;
+            if (Holds(entry, probe, key)) return RowOf(entry);
+            slot = slot + 1 == _slots.Length ? 0 : slot + 1;
         }
     }
+
+    /// <summary>The slot word's upper half for this key: its low 32 bits, and the wide bit
+    /// when they are not the whole key.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    static long Probe(long key) => (key << 32) | ((ulong)key >> 32 == 0 ? 0 : WideBit);
+
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    static int RowOf(long entry) => (int)(entry & RowMask) - 1;
+
+    /// <summary>Whether a non-empty slot word names the row of this key (probe = Probe(key)).</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    bool Holds(long entry, long probe, long key) =>
+        (entry & ~RowMask) == probe && ((probe & WideBit) == 0 || Key(RowOf(entry)) == key);
 
     /// <summary>
     /// Takes a fresh row for this key, not yet reachable by <see cref="Find"/>: the caller
@@ -191,18 +222,18 @@ public sealed unsafe class Table : IDisposable
     /// </summary>
     public bool Publish(int row)
     {
-        long key = Key(row);
-        int slot = Hash(key) & _slotMask;
+        long key = Key(row), probe = Probe(key);
+        int slot = Home(key);
         while (true)
         {
-            int entry = Volatile.Read(ref _slots[slot]);
+            long entry = Volatile.Read(ref _slots[slot]);
             if (entry == 0)
             {
-                if (Interlocked.CompareExchange(ref _slots[slot], row + 1, 0) == 0) return true;
+                if (Interlocked.CompareExchange(ref _slots[slot], probe | (row + 1L), 0) == 0) return true;
                 continue; // lost the slot to another insert: look at what it put there
             }
-            if (Key(entry - 1) == key) return false;
-            slot = (slot + 1) & _slotMask;
+            if (Holds(entry, probe, key)) return false;
+            slot = slot + 1 == _slots.Length ? 0 : slot + 1;
         }
     }
 
@@ -215,8 +246,10 @@ public sealed unsafe class Table : IDisposable
         return row;
     }
 
+    /// <summary>The slot a key's probe starts at: the high half of a multiplicative hash, scaled to
+    /// the slot count by a multiply and shift (no division, any count).</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    static int Hash(long key) => (int)(((ulong)key * 0x9E3779B97F4A7C15UL) >> 33);
+    int Home(long key) => (int)((((ulong)key * 0x9E3779B97F4A7C15UL) >> 32) * (ulong)_slots.Length >> 32);
 
     public void Dispose()
     {

@@ -49,12 +49,12 @@ internal sealed class StrifeAnalysis(Database db, StrifeOptions options, Mutants
     /// each op's row and marks the rows they write (the pre-processing step of Section 3: "the
     /// set of data items accessed in a write mode").</summary>
     /// <remarks>
-    /// Looking a key up costs a cache miss on the index line, one on the row (whose key the
-    /// lookup compares) and, for a written row, one on its stamp. So three transactions are in
-    /// flight: slot s is drawn and its index lines asked for; slot s-1's rows and stamps are
-    /// asked for, its index lines having arrived while s was drawn; slot s-2 is looked up and
-    /// marked, its lines in cache. The misses of one transaction overlap each other and the
-    /// drawing of the next, rather than stalling one after another.
+    /// Looking a key up costs a cache miss on the index line (which holds the key: the row is
+    /// not read) and, for a written row, one on its stamp, which the index line names. So
+    /// three transactions are in flight: slot s is drawn and its index lines asked for; slot
+    /// s-1's stamps are asked for, its index lines having arrived while s was drawn; slot s-2
+    /// is looked up and marked, its lines in cache. The misses of one transaction overlap each
+    /// other and the drawing of the next, rather than stalling one after another.
     /// </remarks>
     public void Fill(StrifeBatch b, uint number, int chunk, BatchWorker worker)
     {
@@ -73,7 +73,7 @@ internal sealed class StrifeAnalysis(Database db, StrifeOptions options, Mutants
                 b.StartTicks[slot] = entered;
                 Draw(b, slot, worker, KeysOf(keys, slot));
             }
-            if (slot - 1 >= start && slot - 1 < end) PrefetchRows(b, slot - 1, KeysOf(keys, slot - 1));
+            if (slot - 1 >= start && slot - 1 < end) PrefetchFound(b, slot - 1, KeysOf(keys, slot - 1));
             if (slot - 2 >= start) Resolve(b, number, slot - 2, KeysOf(keys, slot - 2));
         }
     }
@@ -100,12 +100,13 @@ internal sealed class StrifeAnalysis(Database db, StrifeOptions options, Mutants
         }
     }
 
-    /// <summary>Pre-processing, second step: asks for the rows (and stamps) the index lines name.</summary>
-    void PrefetchRows(StrifeBatch b, int slot, Span<long> keys)
+    /// <summary>Pre-processing, second step: asks for the stamps of the rows the index lines name
+    /// (the lookup itself reads no row: Table's index slot holds the key).</summary>
+    void PrefetchFound(StrifeBatch b, int slot, Span<long> keys)
     {
         if (!b.Analysable[slot]) return;
         foreach (var op in b.Program[slot].Ops)
-            if (op.Mode != AccessMode.Insert) db[op.TableId].PrefetchRow(keys[op.Index]);
+            if (op.Mode != AccessMode.Insert) db[op.TableId].PrefetchFound(keys[op.Index]);
     }
 
     /// <summary>Pre-processing, last step: finds each op's row, lists the slot's distinct rows,

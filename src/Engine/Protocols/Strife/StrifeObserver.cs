@@ -40,6 +40,8 @@ public readonly struct StrifeBatchView
     public TxnProgram Program(int slot) => _batch.Program[slot];
     /// <summary>The slot's cluster (merge's root), or -1 for the residual.</summary>
     public int Cluster(int slot) => _batch.Place[slot];
+    /// <summary>The distinct rows pre-processing listed for the slot (a row read and written counts once).</summary>
+    public int Rows(int slot) => _batch.AccessCount[slot];
     /// <summary>Clusters after merge; fewer than <see cref="AllocatedClusters"/> when merge joined some.</summary>
     public int Clusters => _batch.WorkClusters;
     /// <summary>Clusters spot made, which allocate filled (each holds its seed).</summary>
