@@ -99,8 +99,9 @@ public sealed unsafe class Table : IDisposable
     /// Strife's analysis uses it (StrifeStamp.cs has its layout), and a header word would
     /// grow every other protocol's rows (YCSB's 100 B rows from a 128 B to a 192 B stride).
     /// Indexed by row number, it costs no hash lookup (the paper's reason to keep its cluster
-    /// id in the record), but it is a cache line apart from the row the lookup touched. Call
-    /// before the workers start.
+    /// id in the record), and since the lookup reads the index slot and not the row, the
+    /// analysis reads a stamp's line where the paper's reads the record's. Call before the
+    /// workers start.
     /// </summary>
     public void EnsureStamps() => _stamps ??= new long[Capacity];
 
