@@ -20,6 +20,24 @@ public class CheckerTests
     }
 
     [Fact]
+    public void FinalVersionsFollowEachRowsChainOfWrites()
+    {
+        long inserted = HistoryRecorder.RowKey(1, 0), readOnly = HistoryRecorder.RowKey(0, 3);
+        // x: loaded, then 1, then 2 (recorded out of order); y: loaded, then 2; an inserted row:
+        // 4, then 5; a row only read appears nowhere.
+        var history = new[] { T(2, R(X, 1), W(X, 1), W(Y, 0)), T(1, W(X, 0)), T(3, R(X, 2), R(readOnly, 0)),
+                              T(5, W(inserted, 4)), T(4, W(inserted, HistoryRecorder.NewRow)) };
+        var final = SerializabilityChecker.FinalVersions(history);
+        Assert.Equal(2, final[X]);
+        Assert.Equal(2, final[Y]);
+        Assert.Equal(5, final[inserted]);
+        Assert.False(final.ContainsKey(readOnly));
+        // A write over a version no committed transaction made (an aborted writer's) leaves the
+        // chain at the last committed link, so a row holding that writer's version is caught.
+        Assert.Equal(1, SerializabilityChecker.FinalVersions([T(1, W(X, 0)), T(3, W(X, 2))])[X]);
+    }
+
+    [Fact]
     public void WriteCycleIsG0()
     {
         // 1 writes x first, 2 overwrites it; 2 writes y first, 1 overwrites it.

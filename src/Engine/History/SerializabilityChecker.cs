@@ -94,6 +94,36 @@ public static class SerializabilityChecker
         return new Report(history.Count, edgeCount, anomalies);
     }
 
+    /// <summary>
+    /// The version each row the history writes must hold once the run is over: the end of the
+    /// chain its writes record (loaded or inserted, then whoever overwrote that, and so on). A
+    /// row not in the result was written by no committed transaction and must hold what it was
+    /// loaded with (version 0). For a history <see cref="Check"/> finds no lost update in: where
+    /// two writes overwrote one version, the chain follows the first recorded.
+    /// </summary>
+    public static Dictionary<long, long> FinalVersions(IReadOnlyList<CommittedTxn> history)
+    {
+        var overwriter = new Dictionary<(long Row, long Version), long>();
+        var rows = new HashSet<long>();
+        foreach (var t in history)
+            foreach (var a in t.Accesses)
+            {
+                if (!a.IsWrite) continue;
+                overwriter.TryAdd((a.Row, a.Version), t.Id);
+                rows.Add(a.Row);
+            }
+        var final = new Dictionary<long, long>(rows.Count);
+        foreach (long row in rows)
+        {
+            long version = overwriter.ContainsKey((row, HistoryRecorder.NewRow)) ? HistoryRecorder.NewRow : 0;
+            // Ids are distinct, so a chain ends within as many steps as there are writes; the bound
+            // only keeps a corrupt history (a write recorded as overwriting itself) from looping.
+            for (int step = 0; step <= overwriter.Count && overwriter.TryGetValue((row, version), out long next); step++) version = next;
+            final[row] = version;
+        }
+        return final;
+    }
+
     static string Classify(List<Edge> cycle)
     {
         int rw = cycle.Count(e => e.Kind == EdgeKind.ReadWrite);

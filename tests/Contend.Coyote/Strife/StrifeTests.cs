@@ -22,7 +22,8 @@ namespace Contend.Coyote.Strife;
 /// <item>ExactlyOnceInv when a transaction ends and when a batch ends;</item>
 /// </list>
 /// and once the workers return: the history is serializable (the checker), every row holds
-/// the number of committed transactions that incremented it, and the workload did what it is
+/// the number of committed transactions that incremented it and the version of the last of
+/// them (the end of the row's chain in the history), and the workload did what it is
 /// there for (a residual, two clusters, a merge, where it claims them). Every batch ends
 /// within the steps bound. Each twin is one of MCStrifeAnalysis.tla's or MCStrifeExec.tla's
 /// mutants, put into the engine by a <see cref="Mutants"/> flag.
@@ -135,14 +136,21 @@ public static class StrifeTests
 
         int batches = (workload.Length + BatchSize - 1) / BatchSize;
         Specification.Assert(checker.BatchesDone == batches, $"{checker.BatchesDone} of {batches} batches ended");
-        var report = SerializabilityChecker.Check(recorder.Collect());
+        var history = recorder.Collect();
+        var report = SerializabilityChecker.Check(history);
         Specification.Assert(report.Serializable,
             $"history not serializable: {report.Anomalies.FirstOrDefault()?.Kind} {report.Anomalies.FirstOrDefault()?.Description}");
+        var finalVersions = SerializabilityChecker.FinalVersions(history);
         for (int key = 0; key < 8; key++)
         {
+            int row = table.Find(key);
             long expected = checker.CommittedWrites(key);
-            long actual = BinaryPrimitives.ReadInt64LittleEndian(table.Payload(table.Find(key)));
+            long actual = BinaryPrimitives.ReadInt64LittleEndian(table.Payload(row));
             Specification.Assert(actual == expected, $"row {key} holds {actual}, but {expected} committed transactions incremented it");
+            long lastWriter = finalVersions.GetValueOrDefault(HistoryRecorder.RowKey(table.Id, row), 0);
+            long installed = Volatile.Read(ref table.Version(row));
+            Specification.Assert(installed == lastWriter,
+                $"row {key} holds the version of {SerializabilityChecker.Txn(installed)}, but its last committed write, by the history, is {SerializabilityChecker.Txn(lastWriter)}'s");
         }
         if (expect.HasFlag(Expect.Residual)) Specification.Assert(checker.SawResidual, "no batch left a residual: the workload exercises no residual phase");
         if (expect.HasFlag(Expect.TwoClusters)) Specification.Assert(checker.SawTwoClusters, "no batch had two clusters: the workload exercises no parallel clusters");
