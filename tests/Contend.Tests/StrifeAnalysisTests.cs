@@ -37,21 +37,36 @@ public class StrifeAnalysisTests
         return v;
     }
 
+    static long Read(Span<byte> row, ReadOnlySpan<long> args, ReadOnlySpan<long> results) => BinaryPrimitives.ReadInt64LittleEndian(row);
+
+    /// <summary>A database whose table "rec" holds keys 0 to 7.</summary>
+    static Database EightRows()
+    {
+        var db = new Database();
+        var table = db.Create("rec", sizeof(long), 16);
+        for (int key = 0; key < 8; key++) table.Load(key);
+        return db;
+    }
+
+    /// <summary>One batch of eight transactions drawn from the source, analysed on one thread.</summary>
+    static StrifeBatchView AnalyseOneBatch(Database db, ITransactionSource source)
+    {
+        var strife = new StrifeProtocol(ProtocolSetup.For(db, 2), new StrifeOptions(BatchSize: 8, Alpha: 1.0, SpotRounds: 8));
+        var worker = new BatchWorker(new TxnContext(0, null), source, new WorkerStats(), 1, RunControl.Fixed(long.MaxValue));
+        return strife.AnalyseAlone(worker);
+    }
+
     [Fact]
     public void TransactionWithAMissingKeyIsResidual()
     {
-        using var db = new Database();
-        var table = db.Create("rec", sizeof(long), 16);
-        for (int key = 0; key < 8; key++) table.Load(key);
+        using var db = EightRows();
         var onRow = new ProgramBuilder("onRow", db, 2).Write("w", "rec", KeySource.FromArg(0), Increment).Build();
         var withMissing = new ProgramBuilder("withMissing", db, 2)
             .Write("w", "rec", KeySource.FromArg(0), Increment)
-            .Read("r", "rec", KeySource.FromArg(1), (row, a, r) => BinaryPrimitives.ReadInt64LittleEndian(row))
+            .Read("r", "rec", KeySource.FromArg(1), Read)
             .Build();
-        var strife = new StrifeProtocol(ProtocolSetup.For(db, 2), new StrifeOptions(BatchSize: 8, Alpha: 1.0, SpotRounds: 8));
-        var worker = new BatchWorker(new TxnContext(0, null), new Alternating(onRow, withMissing), new WorkerStats(), 1, RunControl.Fixed(long.MaxValue));
 
-        var view = strife.AnalyseAlone(worker);
+        var view = AnalyseOneBatch(db, new Alternating(onRow, withMissing));
 
         Assert.Equal(8, view.Count);
         for (int slot = 0; slot < view.Count; slot++)
@@ -79,20 +94,15 @@ public class StrifeAnalysisTests
     [Fact]
     public void ARowReadAndWrittenIsListedOnce()
     {
-        using var db = new Database();
-        var table = db.Create("rec", sizeof(long), 16);
-        for (int key = 0; key < 8; key++) table.Load(key);
-        static long Read(Span<byte> row, ReadOnlySpan<long> a, ReadOnlySpan<long> r) => BinaryPrimitives.ReadInt64LittleEndian(row);
+        using var db = EightRows();
         var program = new ProgramBuilder("readThenWrite", db, 2)
             .Read("r0", "rec", KeySource.FromArg(0), Read)
             .Read("r1", "rec", KeySource.FromArg(1), Read)
             .Write("w0", "rec", KeySource.FromArg(0), Increment)
             .Read("r0again", "rec", KeySource.FromArg(0), Read)
             .Build();
-        var strife = new StrifeProtocol(ProtocolSetup.For(db, 2), new StrifeOptions(BatchSize: 8, Alpha: 1.0, SpotRounds: 8));
-        var worker = new BatchWorker(new TxnContext(0, null), new OnTwoRows(program), new WorkerStats(), 1, RunControl.Fixed(long.MaxValue));
 
-        var view = strife.AnalyseAlone(worker);
+        var view = AnalyseOneBatch(db, new OnTwoRows(program));
 
         for (int slot = 0; slot < view.Count; slot++) Assert.Equal(2, view.Rows(slot));
     }
