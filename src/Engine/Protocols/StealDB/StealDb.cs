@@ -206,13 +206,16 @@ public sealed class StealDb : ITransactionProtocol
     Outcome Decide(Slot s, TxnContext ctx, out AbortReason reason)
     {
         bool committed = Install(s, ctx, out reason);
-        Release(s, ctx.TxnId);
+        Release(s, ctx.TxnId, committed);
         return committed ? Outcome.Committed
             : reason is AbortReason.User or AbortReason.TableFull ? Outcome.UserAborted : Outcome.Aborted;
     }
 
-    /// <summary>OwnerDecide: commit, installing the versions of the rows written in place, or
-    /// abort, restoring their before-images. True when committed.</summary>
+    /// <summary>OwnerDecide: commit, recording the history, or abort, restoring the before-images
+    /// of the rows written in place. True when committed. A committed row's version is installed
+    /// by <see cref="Release"/> just before its unlock: the lock hides the version until then, and
+    /// the first lock released (the first op's, where a chain of waiters forms) then waits for
+    /// one row's install, not every row's.</summary>
     bool Install(Slot s, TxnContext ctx, out AbortReason reason)
     {
         var program = ctx.Program;
@@ -232,14 +235,16 @@ public sealed class StealDb : ITransactionProtocol
             }
             if (OpByOpProtocol.ApplyInserts(_db, ctx, history))
             {
-                for (int i = 0; i < n; i++)
+                if (history is not null)
                 {
-                    if (s.Ops[i].Lock != Held) continue;
-                    var table = _db[program.Ops[i].TableId];
-                    if (s.Ops[i].Wrote) Volatile.Write(ref table.Version(s.Ops[i].Row), ctx.TxnId);
-                    history?.Add(new Access(HistoryRecorder.RowKey(table.Id, s.Ops[i].Row), s.Ops[i].ReadVersion, s.Ops[i].Wrote));
+                    for (int i = 0; i < n; i++)
+                    {
+                        if (s.Ops[i].Lock != Held) continue;
+                        long rowKey = HistoryRecorder.RowKey(program.Ops[i].TableId, s.Ops[i].Row);
+                        history.Add(new Access(rowKey, s.Ops[i].ReadVersion, s.Ops[i].Wrote));
+                    }
+                    ctx.Recorder!.Commit(ctx, history);
                 }
-                if (history is not null) ctx.Recorder!.Commit(ctx, history);
                 Trace?.Add(new(StealDbAction.OwnerDecide, ctx.TxnId, Ok: true));
                 return true;
             }
@@ -261,7 +266,7 @@ public sealed class StealDb : ITransactionProtocol
     /// head (C2: a node cannot leave an MCS queue). Polling every abandoned node, not one at a
     /// time, matters: two aborting transactions may each have one abandoned behind the other's.
     /// Then OwnerFinish: the transaction stops running only after all of it.</summary>
-    void Release(Slot s, long tid)
+    void Release(Slot s, long tid, bool committed)
     {
         var program = s.Ctx.Program;
         int n = program.Ops.Length, abandoned = 0;
@@ -269,7 +274,7 @@ public sealed class StealDb : ITransactionProtocol
         {
             if (s.Ops[i].Lock == Held)
             {
-                Unlock(s, i, tid);
+                Unlock(s, i, tid, install: committed);
             }
             else if (s.Ops[i].Lock == Abandoned)
             {
@@ -302,15 +307,16 @@ public sealed class StealDb : ITransactionProtocol
         }
     }
 
-    /// <summary>OwnerRelease of one lock context. An abandoned one (a waiter gave up on it) was
-    /// never used, so the audit has nothing to check.</summary>
-    void Unlock(Slot s, int op, long tid, bool audited = true)
+    /// <summary>OwnerRelease of one lock context, installing a committed write's version first.
+    /// An abandoned one (a waiter gave up on it) was never used, so the audit has nothing to check.</summary>
+    void Unlock(Slot s, int op, long tid, bool audited = true, bool install = false)
     {
         using var step = new TracedStep(Trace);
         var table = _db[s.Ctx.Program.Ops[op].TableId];
         long rowKey = HistoryRecorder.RowKey(table.Id, s.Ops[op].Row);
         if (audited) Audit?.Released(rowKey, tid);
         if (_holders is not null && audited) Volatile.Write(ref _holders[table.Id][s.Ops[op].Row], 0);
+        if (install && s.Ops[op].Wrote) Volatile.Write(ref table.Version(s.Ops[op].Row), tid);
         _lock.Unlock(ref table.Word(s.Ops[op].Row), Node(s, op));
         s.Ops[op].Lock = NotLocked;
         Trace?.Add(new(StealDbAction.OwnerRelease, tid, Row: rowKey));
@@ -449,14 +455,25 @@ public sealed class StealDb : ITransactionProtocol
     /// for its dependents, as the spec's <c>ready</c> counts every op with a status.</summary>
     void Finish(Slot s, int op, long tid, bool insertDependents, int runner)
     {
-        int last = 0;
-        foreach (int d in s.Ctx.Program.Dependents[op])
+        var program = s.Ctx.Program;
+        var dependents = program.Dependents[op];
+        Span<int> ready = dependents.Length == 0 ? default : stackalloc int[dependents.Length];
+        int count = 0;
+        foreach (int d in dependents)
         {
-            if (Interlocked.Decrement(ref s.Ops[d].DepsLeft) != 0 || !insertDependents) continue;
-            last = Interlocked.Increment(ref s.Shared.RqLength);
-            Volatile.Write(ref s.Rq[last - 1], d + 1);
+            // An op with one dependency has one finisher, this thread: its counter needs no
+            // atomic step. On the micro-benchmark that is every op but the first, and this
+            // loop is on the path every waiter waits on before it can steal.
+            if (program.DependencyCount[d] > 1 && Interlocked.Decrement(ref s.Ops[d].DepsLeft) != 0) continue;
+            if (insertDependents) ready[count++] = d;
         }
-        if (last > 0 && _options.Policy != StealPolicy.None) Publish(s, tid, last);
+        if (count > 0)
+        {
+            // ExecuteOp appends the whole ready set at once: one reservation of its positions.
+            int last = Interlocked.Add(ref s.Shared.RqLength, count);
+            for (int k = 0; k < count; k++) Volatile.Write(ref s.Rq[last - count + k], ready[k] + 1);
+            if (_options.Policy != StealPolicy.None) Publish(s, tid, last);
+        }
         // Last: the owner may decide, and reuse the slot, once every op has counted itself.
         if (runner == s.Worker) s.OwnFinished++;
         else Interlocked.Increment(ref s.Shared.Finished);
