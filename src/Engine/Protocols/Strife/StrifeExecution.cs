@@ -77,7 +77,7 @@ internal sealed class NoWaitThenWaitDie(ProtocolSetup setup, int maxNoWait) : Lo
     public override string Name => "Strife/residual";
 
     protected override bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason) =>
-        LockOrDie(ctx, table, access, exclusive, noWait: ctx.ConflictRetries < maxNoWait, dieWhenYounger: true, out reason);
+        LockOrDie(ctx, table, access, exclusive, ctx.ConflictRetries < maxNoWait ? OnConflict.Abort : OnConflict.DieIfYounger, out reason);
 
     protected override void Abort(TxnContext ctx)
     {

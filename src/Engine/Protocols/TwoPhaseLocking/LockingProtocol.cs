@@ -105,13 +105,22 @@ public abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(setu
         for (int i = 0; i < ctx.AccessCount; i++) Unlock(ctx, Db[ctx.AccTable[i]], i);
     }
 
+    /// <summary>What a lock request does when the lock is held in a conflicting mode.</summary>
+    protected enum OnConflict
+    {
+        /// <summary>NoWait: abort at once (LockBusy).</summary>
+        Abort,
+        /// <summary>WaitDie: a requester younger than the oldest holder dies, an older one waits.</summary>
+        DieIfYounger,
+        /// <summary>Wait whatever the ages (WaitDie's younger-waits twin: waits can form a cycle).</summary>
+        Wait,
+    }
+
     /// <summary>
     /// Takes or upgrades the lock, spinning over CASes lost to other shared holders (not a
-    /// conflict). On a conflict: with <paramref name="noWait"/>, aborts (NoWait's LockBusy);
-    /// else a requester younger than the oldest holder dies when <paramref name="dieWhenYounger"/>,
-    /// and an older one waits (WaitDie).
+    /// conflict); on a conflict, does what <paramref name="onConflict"/> says.
     /// </summary>
-    protected static bool LockOrDie(TxnContext ctx, Table table, int access, bool exclusive, bool noWait, bool dieWhenYounger, out AbortReason reason)
+    protected static bool LockOrDie(TxnContext ctx, Table table, int access, bool exclusive, OnConflict onConflict, out AbortReason reason)
     {
         var wait = new SpinWait();
         while (true)
@@ -122,12 +131,12 @@ public abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(setu
                 reason = AbortReason.None;
                 return true;
             }
-            if (result == LockResult.Conflict && noWait)
+            if (result == LockResult.Conflict && onConflict == OnConflict.Abort)
             {
                 reason = AbortReason.LockBusy;
                 return false;
             }
-            if (result == LockResult.Conflict && dieWhenYounger && ctx.Timestamp >= holder)
+            if (result == LockResult.Conflict && onConflict == OnConflict.DieIfYounger && ctx.Timestamp >= holder)
             {
                 reason = AbortReason.Die;
                 return false;
@@ -164,7 +173,7 @@ public sealed class NoWait(ProtocolSetup setup) : LockingProtocol(setup)
             reason = AbortReason.None;
             return true;
         }
-        return LockOrDie(ctx, table, access, exclusive, noWait: true, dieWhenYounger: true, out reason);
+        return LockOrDie(ctx, table, access, exclusive, OnConflict.Abort, out reason);
     }
 }
 
@@ -177,5 +186,5 @@ public sealed class WaitDie(ProtocolSetup setup) : LockingProtocol(setup)
     public override string Name => "WaitDie";
 
     protected override bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason) =>
-        LockOrDie(ctx, table, access, exclusive, noWait: false, dieWhenYounger: !_youngerWaits, out reason);
+        LockOrDie(ctx, table, access, exclusive, _youngerWaits ? OnConflict.Wait : OnConflict.DieIfYounger, out reason);
 }
