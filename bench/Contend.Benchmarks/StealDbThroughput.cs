@@ -1,7 +1,5 @@
 using BenchmarkDotNet.Attributes;
-using Contend.Engine.Protocols;
 using Contend.Engine.Runtime;
-using Contend.Engine.Storage;
 using Contend.Harness.Workloads;
 
 namespace Contend.Benchmarks;
@@ -14,9 +12,9 @@ namespace Contend.Benchmarks;
 /// so Op/s is transactions per second (history off). The same comparison as `contend study
 /// stealdb`'s first figure, at its two ends, under BenchmarkDotNet's statistics.
 /// </summary>
-public class StealDbThroughput
+public class StealDbThroughput : ThroughputBenchmark
 {
-    const int PerWorker = 5_000, Workers = 2;
+    const int PerWorker = 5_000;
 
     [Params("StealDB", "StealDBNoSteal", "StealDBBasicWS", "Mcs")]
     public string Protocol = "";
@@ -25,33 +23,10 @@ public class StealDbThroughput
     [Params(1, 0)]
     public int Hot;
 
-    Database _db = null!;
-    StealDbMicro _workload = null!;
-    IProtocol _protocol = null!;
-    long _commits, _aborts;
+    protected override string ProtocolName => Protocol;
 
-    [GlobalSetup]
-    public void Setup()
-    {
-        _db = new Database();
-        _workload = new StealDbMicro(32, 100_000, 32, Hot);
-        _workload.Load(_db);
-        _protocol = ProtocolRegistry.Create(Protocol, ProtocolSetup.For(_db, Workers));
-    }
+    protected override IWorkload CreateWorkload() => new StealDbMicro(32, 100_000, 32, Hot);
 
     [Benchmark(OperationsPerInvoke = PerWorker * Workers)]
-    public long Transactions()
-    {
-        var result = WorkerPool.Run(_protocol, _workload, new RunOptions(Workers, 0, TransactionsPerWorker: PerWorker));
-        _commits += result.Total.Commits;
-        _aborts += result.Total.TotalAborts;
-        return result.Total.Commits;
-    }
-
-    [GlobalCleanup]
-    public void Cleanup()
-    {
-        AbortRateColumn.Record(FormattableString.Invariant($"{Protocol}/hot {Hot}"), _aborts / (double)Math.Max(1, _commits + _aborts));
-        _db.Dispose();
-    }
+    public long Transactions() => Run(PerWorker);
 }
