@@ -1,7 +1,4 @@
 using BenchmarkDotNet.Attributes;
-using BenchmarkDotNet.Columns;
-using BenchmarkDotNet.Reports;
-using BenchmarkDotNet.Running;
 using Contend.Engine.Protocols;
 using Contend.Engine.Protocols.Strife;
 using Contend.Engine.Runtime;
@@ -57,39 +54,7 @@ public class StrifeAnalysisCost
     [GlobalCleanup]
     public void Cleanup()
     {
-        ResidualShareColumn.Record($"{Workload}/{BatchSize}", _residuals / (double)Math.Max(1, _transactions));
+        RecordedShareColumn.Record<ResidualShareColumn>(this, _residuals / (double)Math.Max(1, _transactions));
         _db.Dispose();
     }
-}
-
-/// <summary>The share of analysed transactions left residual, as the analysis benchmark measured it.</summary>
-public sealed class ResidualShareColumn : IColumn
-{
-    static readonly Dictionary<string, double> Shares = new();
-
-    public static void Record(string key, double share)
-    {
-        lock (Shares) Shares[key] = share;
-    }
-
-    static string Key(BenchmarkCase c) => FormattableString.Invariant($"{c.Parameters["Workload"]}/{c.Parameters["BatchSize"]}");
-
-    public string Id => nameof(ResidualShareColumn);
-    public string ColumnName => "Residual";
-    public bool AlwaysShow => false;
-    public ColumnCategory Category => ColumnCategory.Custom;
-    public int PriorityInCategory => 1;
-    public bool IsNumeric => true;
-    public UnitType UnitType => UnitType.Dimensionless;
-    public string Legend => "share of analysed transactions left residual (Strife analysis only)";
-
-    public string GetValue(Summary summary, BenchmarkCase benchmarkCase)
-    {
-        if (benchmarkCase.Descriptor.Type != typeof(StrifeAnalysisCost)) return "-";
-        lock (Shares) return Shares.TryGetValue(Key(benchmarkCase), out var s) ? s.ToString("P1", System.Globalization.CultureInfo.InvariantCulture) : "-";
-    }
-
-    public string GetValue(Summary summary, BenchmarkCase benchmarkCase, SummaryStyle style) => GetValue(summary, benchmarkCase);
-    public bool IsDefault(Summary summary, BenchmarkCase benchmarkCase) => false;
-    public bool IsAvailable(Summary summary) => summary.BenchmarksCases.Any(c => c.Descriptor.Type == typeof(StrifeAnalysisCost));
 }
