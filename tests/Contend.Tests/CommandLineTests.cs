@@ -78,6 +78,7 @@ public class CommandLineTests
             foreach (string plot in new[] { "throughput", "aborts" })
                 Assert.True(new FileInfo(Path.Combine(results, $"{figure}-{plot}.png")).Length > 1000);
         }
+        AssertOneWorkerFigure(results, points: 1, protocols: 2);
         Assert.Contains("StealDB >= 1.8x vanilla MCS 2PL", File.ReadAllText(Path.Combine(results, "summary.md")));
         Assert.Contains("48.0K vs 22.1K", output);
         Directory.Delete(dir, recursive: true);
@@ -100,8 +101,22 @@ public class CommandLineTests
             foreach (string plot in new[] { "throughput", "aborts" })
                 Assert.True(new FileInfo(Path.Combine(results, $"{figure}-{plot}.png")).Length > 1000);
         }
+        AssertOneWorkerFigure(results, points: 2, protocols: 5);
         Assert.Contains("Strife >= 1.5x the best 2PL", File.ReadAllText(Path.Combine(results, "summary.md")));
         Assert.Contains("up to 2x", output);
         Directory.Delete(dir, recursive: true);
+    }
+
+    /// <summary>The study's one-worker figure: its points on one worker (the CSV's threads
+    /// column), and the summary's ceiling table with a row per point.</summary>
+    static void AssertOneWorkerFigure(string results, int points, int protocols)
+    {
+        var lines = File.ReadAllLines(Path.Combine(results, "one-worker.csv"));
+        Assert.Equal(1 + points * protocols, lines.Length);
+        Assert.All(lines.Skip(1), l => Assert.Equal("1", l.Split(',')[4]));
+        var summary = File.ReadAllLines(Path.Combine(results, "summary.md"));
+        int heading = Array.IndexOf(summary, "## What 2 workers allow");
+        Assert.True(heading >= 0, "summary.md has no ceiling section");
+        Assert.Equal(points, summary.Skip(heading).Count(l => l.StartsWith("| ", StringComparison.Ordinal) && l.Contains("x (", StringComparison.Ordinal) && l.EndsWith("goal) |", StringComparison.Ordinal)));
     }
 }

@@ -26,15 +26,17 @@ public sealed record StudyRun(string Figure, string Point, string Protocol, int 
 public sealed record StudyPoint(string Figure, string Point, string Protocol, double Throughput, double AbortRate, double StolenShare, int Repeats,
                                 double ResidualShare = double.NaN);
 
-/// <summary>A figure: one workload per x point, the same protocols at each.</summary>
-public sealed record Figure(string Name, string Title, string XLabel, IReadOnlyList<(string Label, Func<IWorkload> Make)> Points, IReadOnlyList<string> Protocols);
+/// <summary>A figure: one workload per x point, the same protocols at each, on the study's
+/// workers or on <paramref name="Workers"/> where set.</summary>
+public sealed record Figure(string Name, string Title, string XLabel, IReadOnlyList<(string Label, Func<IWorkload> Make)> Points, IReadOnlyList<string> Protocols,
+                            int? Workers = null);
 
 public static class Study
 {
     public static List<StudyRun> Measure(Figure figure, StudyOptions options, Action<string> log)
     {
         var runs = new List<StudyRun>();
-        var run = new RunOptions(options.Threads, options.Seconds, options.Warmup, RecordHistory: false, Pin: true, Seed: options.Seed);
+        var run = new RunOptions(figure.Workers ?? options.Threads, options.Seconds, options.Warmup, RecordHistory: false, Pin: true, Seed: options.Seed);
         for (int repeat = 0; repeat < options.Repeats; repeat++)
         {
             foreach (var (label, make) in figure.Points)
@@ -170,6 +172,45 @@ public static class Study
                 sb.Append(CultureInfo.InvariantCulture, $" {p.Throughput:N0} ({p.AbortRate:P1}{extra(p)}) |");
             }
             sb.AppendLine();
+        }
+        sb.AppendLine();
+        return sb.ToString();
+    }
+
+    /// <summary>
+    /// The verdict on a study's one-worker figure, whose points are the same workloads as the
+    /// points <paramref name="same"/> names on all <paramref name="workers"/>: per point, the best of
+    /// <paramref name="baselines"/> and <paramref name="protocol"/> on one worker and on all, and the
+    /// ceiling, all workers times <paramref name="protocol"/>'s one-worker rate over the best
+    /// baseline's on all. <paramref name="best"/> names the best baseline in the text ("best 2PL").
+    /// </summary>
+    public static string CeilingTable(IReadOnlyList<StudyPoint> points, Figure oneWorker, IReadOnlyList<(string Figure, string Point)> same,
+                                      int workers, string protocol, IReadOnlyList<string> baselines, string best, double goal)
+    {
+        double Rate(string figure, string point, string p) => points.Single(q => q.Figure == figure && q.Point == point && q.Protocol == p).Throughput;
+        (string Name, double Rate) Best(string figure, string point) => baselines.Select(b => (b, Rate(figure, point, b))).MaxBy(x => x.Item2);
+        var sb = new StringBuilder();
+        sb.AppendLine($"## What {workers} workers allow");
+        sb.AppendLine();
+        sb.AppendLine($"The highest-contention points again on one worker ({oneWorker.Name}.csv). A protocol's rate on {workers} workers over its own on one " +
+                      $"says what contention costs it ({workers}.00x: nothing). The ceiling is {workers} x {protocol}'s one-worker rate over the {best} ({string.Join(", ", baselines)}) " +
+                      $"on {workers} workers: what {protocol} would reach if its {workers} workers did exactly its one-worker work, without waiting. " +
+                      $"Where the goal ({goal.ToString("0.0", CultureInfo.InvariantCulture)}x) is above the ceiling, no scheduling of {protocol}'s work meets it; " +
+                      "only doing less work per transaction would.");
+        sb.AppendLine();
+        sb.AppendLine($"| point | {best}: 1 worker | {workers} workers ({workers}/1) | {protocol}: 1 worker (/ {best}) | {workers} workers ({workers}/1) | {protocol} / {best}, {workers} workers | ceiling |");
+        sb.AppendLine("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+        for (int i = 0; i < oneWorker.Points.Count; i++)
+        {
+            string label = oneWorker.Points[i].Label;
+            var (figure, point) = same[i];
+            var (one, oneRate) = Best(oneWorker.Name, label);
+            var (all, allRate) = Best(figure, point);
+            double mine = Rate(oneWorker.Name, label, protocol), mineAll = Rate(figure, point, protocol);
+            double ceiling = workers * mine / allRate;
+            sb.AppendLine(CultureInfo.InvariantCulture,
+                $"| {label} | {oneRate:N0} ({one}) | {allRate:N0} ({all}, {allRate / Rate(oneWorker.Name, label, all):F2}x) | {mine:N0} ({mine / oneRate:F2}x) | " +
+                $"{mineAll:N0} ({mineAll / mine:F2}x) | {mineAll / allRate:F2}x | {ceiling:F2}x ({(ceiling >= goal ? "above the goal" : "below the goal")}) |");
         }
         sb.AppendLine();
         return sb.ToString();
