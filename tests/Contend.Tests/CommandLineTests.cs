@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using System.Globalization;
 
 namespace Contend.Tests;
 
@@ -75,6 +76,7 @@ public class CommandLineTests
             int points = figure == "micro" ? 2 : 1;
             Assert.Equal(1 + points * Harness.Studies.StealDbStudy.Protocols.Length, lines.Length);
             Assert.All(lines.Skip(1), l => Assert.StartsWith($"{figure},", l));
+            AssertLineProbed(lines);
             foreach (string plot in new[] { "throughput", "aborts" })
                 Assert.True(new FileInfo(Path.Combine(results, $"{figure}-{plot}.png")).Length > 1000);
         }
@@ -98,6 +100,7 @@ public class CommandLineTests
             Assert.All(lines.Skip(1), l => Assert.StartsWith($"{figure},", l));
             // Strife's rows carry the share its analysis left residual; the others leave it empty.
             Assert.All(lines.Skip(1).Where(l => l.Split(',')[2] == "Strife"), l => Assert.NotEqual("", l.Split(',')[10]));
+            AssertLineProbed(lines);
             foreach (string plot in new[] { "throughput", "aborts" })
                 Assert.True(new FileInfo(Path.Combine(results, $"{figure}-{plot}.png")).Length > 1000);
         }
@@ -105,6 +108,15 @@ public class CommandLineTests
         Assert.Contains("Strife >= 1.5x the best 2PL", File.ReadAllText(Path.Combine(results, "summary.md")));
         Assert.Contains("up to 2x", output);
         Directory.Delete(dir, recursive: true);
+    }
+
+    /// <summary>Each run's row ends with the cache-line round trip measured before it (on this
+    /// project's 2-core Linux machines; NaN, an empty field, only on one core), and the summary
+    /// says what the probes found.</summary>
+    static void AssertLineProbed(string[] lines)
+    {
+        Assert.EndsWith(",line_round_trip_ns", lines[0]);
+        Assert.All(lines.Skip(1), l => Assert.InRange(double.Parse(l.Split(',')[^1], CultureInfo.InvariantCulture), 1.0, 1e6));
     }
 
     /// <summary>The study's one-worker figure: its points on one worker (the CSV's threads
@@ -117,6 +129,7 @@ public class CommandLineTests
         var summary = File.ReadAllLines(Path.Combine(results, "summary.md"));
         int heading = Array.IndexOf(summary, "## What 2 workers allow");
         Assert.True(heading >= 0, "summary.md has no ceiling section");
+        Assert.Contains(summary, l => l.StartsWith("Cache-line round trip between cores 0 and 1 just before each run", StringComparison.Ordinal));
         Assert.Equal(points, summary.Skip(heading).Count(l => l.StartsWith("| ", StringComparison.Ordinal) && l.Contains("x (", StringComparison.Ordinal) && l.EndsWith("goal) |", StringComparison.Ordinal)));
     }
 }

@@ -19,8 +19,8 @@ public sealed record StudyOptions(int Threads = 2, double Seconds = 2, double Wa
     }
 }
 
-/// <summary>One measured run of a study.</summary>
-public sealed record StudyRun(string Figure, string Point, string Protocol, int Repeat, RunRow Row);
+/// <summary>One measured run of a study, with the cache-line round trip measured just before it.</summary>
+public sealed record StudyRun(string Figure, string Point, string Protocol, int Repeat, RunRow Row, double LineNanos);
 
 /// <summary>One series point: the median over repeats.</summary>
 public sealed record StudyPoint(string Figure, string Point, string Protocol, double Throughput, double AbortRate, double StolenShare, int Repeats,
@@ -44,9 +44,10 @@ public static class Study
                 for (int k = 0; k < figure.Protocols.Count; k++)
                 {
                     string protocol = figure.Protocols[(k + repeat) % figure.Protocols.Count];
+                    double line = LineProbe.RoundTripNanos();
                     var row = Runner.RunOne(protocol, make, run);
-                    runs.Add(new StudyRun(figure.Name, label, protocol, repeat, row));
-                    log($"  {figure.Name} at {label}, {protocol}, repeat {repeat + 1}/{options.Repeats}: {row.Throughput:N0} txn/s, abort rate {row.AbortRate:P1}");
+                    runs.Add(new StudyRun(figure.Name, label, protocol, repeat, row, line));
+                    log($"  {figure.Name} at {label}, {protocol}, repeat {repeat + 1}/{options.Repeats}: {row.Throughput:N0} txn/s, abort rate {row.AbortRate:P1}, line round trip {line:F0} ns");
                 }
             }
         }
@@ -71,7 +72,7 @@ public static class Study
     public static void WriteCsv(string path, IReadOnlyList<StudyRun> runs, Dictionary<string, string> metadata)
     {
         var csv = new StringBuilder();
-        csv.AppendLine("figure,point,protocol,repeat,threads,seconds,commits,txn_per_s,abort_rate,stolen_share,residual_share,p50_us,p99_us,config,command,commit,machine,date");
+        csv.AppendLine("figure,point,protocol,repeat,threads,seconds,commits,txn_per_s,abort_rate,stolen_share,residual_share,p50_us,p99_us,config,command,commit,machine,date,line_round_trip_ns");
         foreach (var r in runs)
         {
             csv.AppendLine(string.Join(",", new[]
@@ -80,6 +81,7 @@ public static class Study
                 Runner.Inv(r.Row.AbortRate), r.Row.StolenShare is { } stolen ? Runner.Inv(stolen) : "",
                 r.Row.ResidualShare is { } residual ? Runner.Inv(residual) : "", Runner.Inv(r.Row.P50Micros), Runner.Inv(r.Row.P99Micros),
                 r.Row.Config, metadata["command"], metadata["commit"], metadata["machine"], metadata["date"],
+                double.IsNaN(r.LineNanos) ? "" : Runner.Inv(r.LineNanos),
             }.Select(Runner.Quote)));
         }
         Runner.Atomic(path, csv.ToString());
@@ -143,6 +145,7 @@ public static class Study
             all.AddRange(points);
             Plot(dir, figure, points, $"{options.Repeats} repeats, medians; commit {metadata["commit"]}");
             summary.Append(table(figure, points));
+            summary.Append(LineSummary(runs));
         }
         summary.Append(verdict(all));
         Runner.Atomic(Path.Combine(dir, "summary.md"), summary.ToString());
@@ -150,6 +153,20 @@ public static class Study
         log.Write(summary.ToString());
         log.WriteLine($"written: {dir}/summary.md, {string.Join(", ", figures.Select(f => f.Name + ".csv"))} and a throughput and an abort-rate PNG per figure");
         return 0;
+    }
+
+    /// <summary>
+    /// The figure's probes in one paragraph: their spread, and how many runs followed one over
+    /// twice the fastest, which on this machine marks its slow window (<see cref="LineProbe"/>).
+    /// </summary>
+    static string LineSummary(IReadOnlyList<StudyRun> runs)
+    {
+        var probes = runs.Select(r => r.LineNanos).Where(ns => !double.IsNaN(ns)).Order().ToArray();
+        if (probes.Length == 0) return "Cache-line round trip between cores 0 and 1: not measured (one core, or not Linux).\n\n";
+        int slow = probes.Count(ns => ns > 2 * probes[0]);
+        return string.Create(CultureInfo.InvariantCulture,
+            $"Cache-line round trip between cores 0 and 1 just before each run (`line_round_trip_ns` in the CSV): median {Median(probes):F0} ns, " +
+            $"{probes[0]:F0}-{probes[^1]:F0} ns; {slow} of {probes.Length} runs followed a probe over twice the fastest, a slow window of the machine.\n\n");
     }
 
     /// <summary>A figure's heading and its table of median throughput per protocol and point, each

@@ -1,0 +1,57 @@
+using System.Diagnostics;
+using System.Runtime.InteropServices;
+using Contend.Engine.Runtime;
+
+namespace Contend.Harness.Studies;
+
+/// <summary>
+/// How long one cache line takes to go from core 0 to core 1 and back, measured right before
+/// each run of a study. This machine has slow windows, seconds to minutes long, in which that
+/// round trip takes four to five times as long (about 70 against 300-350 ns, README.md), and a
+/// protocol that moves lines between its workers (StealDB's steals) runs up to 40% slower in
+/// them: with the probe in each row of the CSV, a reader can tell such a run from a regression.
+/// </summary>
+public static class LineProbe
+{
+    [StructLayout(LayoutKind.Explicit, Size = 192)]
+    struct PaddedLine
+    {
+        [FieldOffset(64)] public long Value; // a line of its own, whatever the array's alignment
+    }
+
+    /// <summary>Mean nanoseconds per round trip over <paramref name="rounds"/>; NaN when the
+    /// machine has one core or the probe's threads cannot be pinned apart.</summary>
+    public static double RoundTripNanos(int rounds = 200_000)
+    {
+        // Unpinned on one core, each round trip would wait for a time slice.
+        if (!OperatingSystem.IsLinux() || Environment.ProcessorCount < 2) return double.NaN;
+        var line = new PaddedLine[1];
+        string? pinned = null;
+        long ticks = 0;
+        var echo = new Thread(() =>
+        {
+            if (Affinity.PinCurrentThread(1) is { } why) pinned ??= why;
+            for (long i = 1; i <= rounds; i++)
+            {
+                while (Volatile.Read(ref line[0].Value) != 2 * i - 1) { }
+                Volatile.Write(ref line[0].Value, 2 * i);
+            }
+        }) { IsBackground = true };
+        var ping = new Thread(() =>
+        {
+            if (Affinity.PinCurrentThread(0) is { } why) pinned ??= why;
+            long start = Stopwatch.GetTimestamp();
+            for (long i = 1; i <= rounds; i++)
+            {
+                Volatile.Write(ref line[0].Value, 2 * i - 1);
+                while (Volatile.Read(ref line[0].Value) != 2 * i) { }
+            }
+            ticks = Stopwatch.GetTimestamp() - start;
+        }) { IsBackground = true };
+        echo.Start();
+        ping.Start();
+        ping.Join();
+        echo.Join();
+        return pinned is null ? Stopwatch.GetElapsedTime(0, ticks).TotalNanoseconds / rounds : double.NaN;
+    }
+}
