@@ -7,9 +7,10 @@ namespace Contend.Harness.Studies;
 /// <summary>
 /// How long one cache line takes to go from core 0 to core 1 and back, measured right before
 /// each run of a study. This machine has slow windows, seconds to minutes long, in which that
-/// round trip takes four to five times as long (about 70 against 300-350 ns, docs/measured/StealDB.md), and a
-/// protocol that moves lines between its workers (StealDB's steals) runs up to 40% slower in
-/// them: with the probe in each row of the CSV, a reader can tell such a run from a regression.
+/// round trip takes four to five times as long (about 70 against 300-350 ns; see
+/// docs/measured/StealDB.md), and a protocol that moves lines between its workers (StealDB's
+/// steals) runs up to 40% slower in them: with the probe in each row of the CSV, a reader can
+/// tell such a run from a regression.
 /// </summary>
 public static class LineProbe
 {

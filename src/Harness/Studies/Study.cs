@@ -162,7 +162,7 @@ public static class Study
     static string LineSummary(IReadOnlyList<StudyRun> runs)
     {
         var probes = runs.Select(r => r.LineNanos).Where(ns => !double.IsNaN(ns)).Order().ToArray();
-        if (probes.Length == 0) return "Cache-line round trip between cores 0 and 1: not measured (one core, or not Linux).\n\n";
+        if (probes.Length == 0) return "Cache-line round trip between cores 0 and 1: not measured (one core, not Linux, or its threads could not be pinned).\n\n";
         int slow = probes.Count(ns => ns > 2 * probes[0]);
         return string.Create(CultureInfo.InvariantCulture,
             $"Cache-line round trip between cores 0 and 1 just before each run (`line_round_trip_ns` in the CSV): median {Median(probes):F0} ns, " +
