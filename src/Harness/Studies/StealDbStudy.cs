@@ -21,21 +21,20 @@ public static class StealDbStudy
         int[] hots = options.Small ? [1, 0] : [1, 2, 4, 16, 256, 0];
         int[] warehouses = options.Small ? [1] : [1, 2, 4];
         int orders = options.Small ? 100_000 : 2_000_000;
-        Func<IWorkload> MicroAt(int hot) => () => new StealDbMicro(tables, rows, tables, hot);
         var figures = new List<Figure>
         {
             new("micro", $"StealDB micro-benchmark: {tables} tables x {rows:N0} records, {tables} increments, {options.Threads} workers",
                 "records of the first table in use (contention falls to the right)",
-                hots.Select(h => (h == 0 ? $"all {rows:N0}" : h.ToString(CultureInfo.InvariantCulture), MicroAt(h))).ToList(), Protocols),
+                hots.Select(h => (h == 0 ? $"all {rows:N0}" : h.ToString(CultureInfo.InvariantCulture),
+                                  (Func<IWorkload>)(() => new StealDbMicro(tables, rows, tables, h)))).ToList(), Protocols),
             new("neworder", $"TPC-C NewOrder alone, district first (StealDB's Figure 1), {options.Threads} workers",
                 "warehouses (10 districts each)",
                 warehouses.Select(w => (w.ToString(CultureInfo.InvariantCulture),
                                         (Func<IWorkload>)(() => new Tpcc(w, inserts: true, orderCapacity: orders, newOrderOnly: true)))).ToList(), Protocols),
         };
         // The goal's highest-contention point once more on one worker: how far 2 workers can take stealing there.
-        if (options.Threads > 1)
-            figures.Add(new("one-worker", $"The highest contention on one worker (the {options.Threads}-worker ceiling)", "workload",
-                            [($"micro {hots[0]}", MicroAt(hots[0]))], ["StealDB", "StealDBNoSteal"], Workers: 1));
+        if (Study.OnOneWorker(options, figures, [("micro", figures[0].Points[0].Label)], ["StealDB", "StealDBNoSteal"]) is { } oneWorker)
+            figures.Add(oneWorker);
         return figures;
     }
 
@@ -93,8 +92,7 @@ public static class StealDbStudy
         sb.AppendLine("one-worker rates; two workers also pay for the lines that move between them, which one worker does not");
         sb.AppendLine("(docs/measured/StealDB.md breaks down where StealDB's time goes, and bounds it at 1.83x that way).");
         sb.AppendLine();
-        if (figures.SingleOrDefault(f => f.Name == "one-worker") is { } oneWorker)
-            sb.Append(Study.CeilingTable(points, oneWorker, [("micro", hottest)], workers, "StealDB", ["StealDBNoSteal"], "vanilla MCS 2PL", 1.8));
+        sb.Append(Study.CeilingTable(points, figures, workers, "StealDB", ["StealDBNoSteal"], "vanilla MCS 2PL", 1.8));
         return sb.ToString();
     }
 }

@@ -26,29 +26,27 @@ public static class StrifeStudy
         long rows = options.Small ? 10_000 : 100_000;
         int orders = options.Small ? 200_000 : 1_000_000; // room for a 2.5 s run at 2x the fastest rate seen here
         int perWorker = options.Threads;
-        Func<IWorkload> TpccAt(int w) => () => new Tpcc(w, inserts: true, orderCapacity: orders);
-        Func<IWorkload> YcsbAt(double theta, int n) => () => new Ycsb(rows, 16, 0.5, theta, n);
         var figures = new List<Figure>
         {
             new("tpcc", $"TPC-C NewOrder + Payment 50:50 (Strife's Figure 5), {options.Threads} workers",
                 "warehouses (contention falls to the right)",
-                warehouses.Select(w => (w.ToString(CultureInfo.InvariantCulture), TpccAt(w))).ToList(), Protocols),
+                warehouses.Select(w => (w.ToString(CultureInfo.InvariantCulture),
+                                        (Func<IWorkload>)(() => new Tpcc(w, inserts: true, orderCapacity: orders)))).ToList(), Protocols),
             new("ycsb-theta", $"YCSB, {rows:N0} rows in {perWorker} partitions, 16 requests, 50% reads (Strife's Figure 10), {options.Threads} workers",
                 "Zipf theta within a partition (contention rises to the right)",
-                thetas.Select(t => (Theta(t), YcsbAt(t, perWorker))).ToList(), Protocols),
+                thetas.Select(t => (t.ToString("0.00", CultureInfo.InvariantCulture),
+                                    (Func<IWorkload>)(() => new Ycsb(rows, 16, 0.5, t, perWorker)))).ToList(), Protocols),
             new("ycsb-partitions", $"YCSB, {rows:N0} rows, theta 0.99 within a partition, 16 requests, 50% reads (Strife's Figure 6), {options.Threads} workers",
                 "partitions, each with its own hot keys (contention falls to the right)",
-                partitions.Select(n => (n.ToString(CultureInfo.InvariantCulture), YcsbAt(0.99, n))).ToList(), Protocols),
+                partitions.Select(n => (n.ToString(CultureInfo.InvariantCulture),
+                                        (Func<IWorkload>)(() => new Ycsb(rows, 16, 0.5, 0.99, n)))).ToList(), Protocols),
         };
         // The goal's two highest-contention points once more on one worker: how far 2 workers can take each protocol there.
-        if (options.Threads > 1)
-            figures.Add(new("one-worker", $"The highest-contention points on one worker (the {options.Threads}-worker ceiling)", "workload",
-                            [($"tpcc {warehouses[0]}", TpccAt(warehouses[0])), ($"ycsb-theta {Theta(thetas[^1])}", YcsbAt(thetas[^1], perWorker))],
-                            ["Strife", .. TwoPhaseLocking], Workers: 1));
+        if (Study.OnOneWorker(options, figures, [("tpcc", figures[0].Points[0].Label), ("ycsb-theta", figures[1].Points[^1].Label)],
+                              ["Strife", .. TwoPhaseLocking]) is { } oneWorker)
+            figures.Add(oneWorker);
         return figures;
     }
-
-    static string Theta(double theta) => theta.ToString("0.00", CultureInfo.InvariantCulture);
 
     public static int Run(StudyOptions options, string outDirectory, string commandLine, TextWriter log)
     {
@@ -110,8 +108,7 @@ public static class StrifeStudy
                       "At 1 warehouse every transaction shares the warehouse row (Payment writes it), so the analysis makes one cluster, " +
                       "which one worker runs while the other analyses the next batch: Strife's rate is then one worker's, without concurrency control.");
         sb.AppendLine();
-        if (figures.SingleOrDefault(f => f.Name == "one-worker") is { } oneWorker)
-            sb.Append(Study.CeilingTable(points, oneWorker, [("tpcc", tpcc[0]), ("ycsb-theta", ycsb[^1])], workers, "Strife", TwoPhaseLocking, "best 2PL", 1.5));
+        sb.Append(Study.CeilingTable(points, figures, workers, "Strife", TwoPhaseLocking, "best 2PL", 1.5));
         return sb.ToString();
     }
 }

@@ -27,9 +27,10 @@ public sealed record StudyPoint(string Figure, string Point, string Protocol, do
                                 double ResidualShare = double.NaN);
 
 /// <summary>A figure: one workload per x point, the same protocols at each, on the study's
-/// workers or on <paramref name="Workers"/> where set.</summary>
+/// workers or on <paramref name="Workers"/> where set; <paramref name="Rerun"/> names, point by
+/// point, the other figures' points whose workloads it runs again (<see cref="Study.OnOneWorker"/>).</summary>
 public sealed record Figure(string Name, string Title, string XLabel, IReadOnlyList<(string Label, Func<IWorkload> Make)> Points, IReadOnlyList<string> Protocols,
-                            int? Workers = null);
+                            int? Workers = null, IReadOnlyList<(string Figure, string Point)>? Rerun = null);
 
 public static class Study
 {
@@ -195,15 +196,30 @@ public static class Study
     }
 
     /// <summary>
-    /// The verdict on a study's one-worker figure, whose points are the same workloads as the
-    /// points <paramref name="same"/> names on all <paramref name="workers"/>: per point, the best of
-    /// <paramref name="baselines"/> and <paramref name="protocol"/> on one worker and on all, and the
-    /// ceiling, all workers times <paramref name="protocol"/>'s one-worker rate over the best
-    /// baseline's on all. <paramref name="best"/> names the best baseline in the text ("best 2PL").
+    /// The figure that runs the points <paramref name="rerun"/> names (figure, point), each with
+    /// its figure's workload, once more on one worker, for <see cref="CeilingTable"/>; null
+    /// when the study runs on one worker already.
     /// </summary>
-    public static string CeilingTable(IReadOnlyList<StudyPoint> points, Figure oneWorker, IReadOnlyList<(string Figure, string Point)> same,
-                                      int workers, string protocol, IReadOnlyList<string> baselines, string best, double goal)
+    public static Figure? OnOneWorker(StudyOptions options, IReadOnlyList<Figure> figures, IReadOnlyList<(string Figure, string Point)> rerun,
+                                      IReadOnlyList<string> protocols)
     {
+        if (options.Threads < 2) return null;
+        var points = rerun.Select(r => ($"{r.Figure} {r.Point}", figures.Single(f => f.Name == r.Figure).Points.Single(p => p.Label == r.Point).Make)).ToList();
+        return new("one-worker", $"The highest-contention points on one worker (the {options.Threads}-worker ceiling)", "workload", points, protocols,
+                   Workers: 1, Rerun: rerun);
+    }
+
+    /// <summary>
+    /// The verdict on a study's <see cref="OnOneWorker"/> figure, if it has one: per point, the
+    /// best of <paramref name="baselines"/> and <paramref name="protocol"/> on one worker and on all
+    /// <paramref name="workers"/>, and the ceiling, all workers times <paramref name="protocol"/>'s
+    /// one-worker rate over the best baseline's on all. <paramref name="best"/> names the best
+    /// baseline in the text ("best 2PL").
+    /// </summary>
+    public static string CeilingTable(IReadOnlyList<StudyPoint> points, IReadOnlyList<Figure> figures, int workers, string protocol,
+                                      IReadOnlyList<string> baselines, string best, double goal)
+    {
+        if (figures.SingleOrDefault(f => f.Rerun is not null) is not { Rerun: { } same } oneWorker) return "";
         double Rate(string figure, string point, string p) => points.Single(q => q.Figure == figure && q.Point == point && q.Protocol == p).Throughput;
         (string Name, double Rate) Best(string figure, string point) => baselines.Select(b => (b, Rate(figure, point, b))).MaxBy(x => x.Item2);
         var sb = new StringBuilder();
