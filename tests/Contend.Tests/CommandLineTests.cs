@@ -110,17 +110,35 @@ public class CommandLineTests
         Directory.Delete(dir, recursive: true);
     }
 
-    /// <summary>Each run's row ends with the cache-line round trip measured before it: a number
-    /// on Linux with two cores or more (this project's machines), an empty field elsewhere.</summary>
+    [Fact]
+    public void FastWindowRunsHaveBothProbesWithinTwiceTheFastest()
+    {
+        static Harness.Studies.StudyRun Run(string protocol, double before, double after) =>
+            new("f", "1", protocol, 0, new Harness.RunRow(protocol, "w", "c", 2, 1, 1, 1, 0, 0, new Dictionary<string, long>(), 0, 0, 0, 0, null, [], 0),
+                before, after);
+        var runs = new[] { Run("fast", 70, 80), Run("slow after", 70, 300), Run("at the bound", 139, 140), Run("slow before", 141, 70), Run("unprobed", double.NaN, double.NaN) };
+        double limit = Harness.Studies.Study.FastWindowLimit(runs);
+        Assert.Equal(140, limit);
+        Assert.Equal(["fast", "at the bound"], Harness.Studies.Study.InFastWindow(runs, limit).Select(r => r.Protocol));
+        Assert.True(double.IsNaN(Harness.Studies.Study.FastWindowLimit([runs[^1]])));
+        Assert.Empty(Harness.Studies.Study.InFastWindow([runs[^1]], double.NaN));
+        Assert.Equal("-", Harness.Studies.Study.Times(double.NaN));
+        Assert.Equal("1.50x", Harness.Studies.Study.Times(1.5));
+    }
+
+    /// <summary>Each run's row ends with the cache-line round trips measured before and after
+    /// it: numbers on Linux with two cores or more (this project's machines), empty fields elsewhere.</summary>
     static void AssertLineProbed(string[] lines)
     {
-        Assert.EndsWith(",line_round_trip_ns", lines[0]);
+        Assert.EndsWith(",line_round_trip_ns,line_round_trip_after_ns", lines[0]);
         bool probed = OperatingSystem.IsLinux() && Environment.ProcessorCount >= 2;
         Assert.All(lines.Skip(1), l =>
         {
-            string ns = l.Split(',')[^1];
-            if (probed) Assert.InRange(double.Parse(ns, CultureInfo.InvariantCulture), 1.0, 1e6);
-            else Assert.Equal("", ns);
+            foreach (string ns in l.Split(',')[^2..])
+            {
+                if (probed) Assert.InRange(double.Parse(ns, CultureInfo.InvariantCulture), 1.0, 1e6);
+                else Assert.Equal("", ns);
+            }
         });
     }
 
@@ -134,6 +152,8 @@ public class CommandLineTests
         var summary = File.ReadAllLines(Path.Combine(results, "summary.md"));
         int heading = Array.IndexOf(summary, "## What 2 workers allow");
         Assert.True(heading >= 0, "summary.md has no ceiling section");
+        // The verdict judges each goal on all runs and on the fast window's runs alone.
+        Assert.Contains(summary, l => l.StartsWith("| | goal | measured here: all runs | the fast window's runs only |", StringComparison.Ordinal));
         Assert.Contains(summary, l => l.StartsWith("Cache-line round trip between cores 0 and 1", StringComparison.Ordinal));
         Assert.Equal(points, summary.Skip(heading).Count(l => l.StartsWith("| ", StringComparison.Ordinal) && l.Contains("x (", StringComparison.Ordinal) && l.EndsWith("goal) |", StringComparison.Ordinal)));
     }

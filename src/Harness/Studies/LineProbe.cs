@@ -6,11 +6,12 @@ namespace Contend.Harness.Studies;
 
 /// <summary>
 /// How long one cache line takes to go from core 0 to core 1 and back, measured right before
-/// each run of a study. This machine has slow windows, seconds to minutes long, in which that
-/// round trip takes four to five times as long (about 70 against 300-350 ns; see
-/// docs/measured/StealDB.md), and a protocol that moves lines between its workers (StealDB's
-/// steals) runs up to 40% slower in them: with the probe in each row of the CSV, a reader can
-/// tell such a run from a regression.
+/// and right after each run of a study. This machine has slow windows, seconds to minutes long,
+/// in which that round trip takes four to five times as long (about 70 against 300-350 ns; see
+/// docs/measured/StealDB.md), and every protocol runs slower in them: StealDB, which moves lines
+/// between its workers on every steal, by up to 40%, the YCSB runs of Strife's study by up to
+/// half. With the probes in each row of the CSV a reader can tell such a run from a regression,
+/// and the study compares protocols over the runs made in the fast window (Study.InFastWindow).
 /// </summary>
 public static class LineProbe
 {

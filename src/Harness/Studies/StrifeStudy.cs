@@ -51,29 +51,34 @@ public static class StrifeStudy
     public static int Run(StudyOptions options, string outDirectory, string commandLine, TextWriter log)
     {
         var figures = Figures(options);
-        return Study.Run("Strife study (seed 002, Section 4)", figures, options, outDirectory, commandLine, log, Table,
-                         points => Verdict(points, figures, options.Threads),
+        return Study.Run("Strife study (seed 002, Section 4)", figures, options, outDirectory, commandLine, log, Table, Ratios,
+                         (points, fast) => Verdict(points, fast, figures, options.Threads),
                          $"Strife with its defaults: {new Engine.Protocols.Strife.StrifeOptions().Resolve(options.Threads)}");
     }
 
-    static string Table(Figure figure, IReadOnlyList<StudyPoint> points)
+    static string Table(Figure figure, IReadOnlyList<StudyPoint> points) =>
+        Study.ThroughputTable(figure, points, "; for Strife, the share of transactions its analysis left residual",
+                              p => double.IsNaN(p.ResidualShare) ? "" : $", {p.ResidualShare:P0} residual")
+        + Ratios(figure, points);
+
+    static string Ratios(Figure figure, IReadOnlyList<StudyPoint> points)
     {
-        var sb = new StringBuilder(Study.ThroughputTable(figure, points, "; for Strife, the share of transactions its analysis left residual",
-                                                         p => double.IsNaN(p.ResidualShare) ? "" : $", {p.ResidualShare:P0} residual"));
+        var sb = new StringBuilder();
         sb.AppendLine("| ratio | " + string.Join(" | ", figure.Points.Select(p => p.Label)) + " |");
         sb.AppendLine("| --- |" + string.Concat(figure.Points.Select(_ => " ---: |")));
         sb.Append("| Strife / best 2PL |");
         foreach (var (label, _) in figure.Points)
         {
             var (best, ratio) = AgainstBest(points, figure.Name, label);
-            sb.Append(CultureInfo.InvariantCulture, $" {ratio:F2}x ({best}) |");
+            sb.Append(double.IsNaN(ratio) ? " - |" : $" {Study.Times(ratio)} ({best}) |");
         }
         sb.AppendLine();
         sb.AppendLine();
         return sb.ToString();
     }
 
-    /// <summary>Strife's throughput over the best 2PL variant's at one point, and which that was.</summary>
+    /// <summary>Strife's throughput over the best 2PL variant's at one point, and which that was;
+    /// NaN where Strife or every variant had no run (a median over none).</summary>
     static (string Best, double Ratio) AgainstBest(IReadOnlyList<StudyPoint> points, string figure, string label)
     {
         var at = points.Where(p => p.Figure == figure && p.Point == label).ToList();
@@ -81,28 +86,31 @@ public static class StrifeStudy
         return (best.Protocol, at.Single(p => p.Protocol == "Strife").Throughput / best.Throughput);
     }
 
-    static string Verdict(IReadOnlyList<StudyPoint> points, IReadOnlyList<Figure> figures, int workers)
+    static string Verdict(IReadOnlyList<StudyPoint> points, IReadOnlyList<StudyPoint> fast, IReadOnlyList<Figure> figures, int workers)
     {
         var tpcc = points.Where(p => p.Figure == "tpcc").Select(p => p.Point).Distinct().ToList();
         var ycsb = points.Where(p => p.Figure == "ycsb-theta").Select(p => p.Point).Distinct().ToList();
-        var (tpccBest, tpccHigh) = AgainstBest(points, "tpcc", tpcc[0]);
-        var (tpccLowBest, tpccLow) = AgainstBest(points, "tpcc", tpcc[^1]);
-        var (ycsbBest, ycsbHigh) = AgainstBest(points, "ycsb-theta", ycsb[^1]);
-        var (ycsbLowBest, ycsbLow) = AgainstBest(points, "ycsb-theta", ycsb[0]);
-        string Met(double r, double goal) => r >= goal ? "met" : "NOT met";
+        static string Met(double r, double goal) => r >= goal ? "met" : "NOT met";
+        // One row: the goal judged on the medians of all runs, then on those of the fast window's runs.
+        string Row(string what, string goal, double target, string figure, string point, string paper)
+        {
+            var (best, ratio) = AgainstBest(points, figure, point);
+            var (fastBest, fastRatio) = AgainstBest(fast, figure, point);
+            string fastCell = double.IsNaN(fastRatio) ? "- (no runs)" : $"{Study.Times(fastRatio)} {fastBest} ({Met(fastRatio, target)})";
+            return $"| {what} | {goal} | {Study.Times(ratio)} {best} ({Met(ratio, target)}) | {fastCell} | {paper} |";
+        }
         var sb = new StringBuilder();
         sb.AppendLine("## Against the goal and the paper");
         sb.AppendLine();
-        sb.AppendLine("| | goal | measured here | the paper (15 threads, its machine) |");
-        sb.AppendLine("| --- | --- | --- | --- |");
-        sb.AppendLine(CultureInfo.InvariantCulture,
-            $"| TPC-C, {tpcc[0]} warehouse (highest contention) | Strife >= 1.5x the best 2PL | {tpccHigh:F2}x {tpccBest} ({Met(tpccHigh, 1.5)}) | up to 2x over every 2PL variant (Figure 5) |");
-        sb.AppendLine(CultureInfo.InvariantCulture,
-            $"| YCSB, theta {ycsb[^1]} (highest contention) | Strife >= 1.5x the best 2PL | {ycsbHigh:F2}x {ycsbBest} ({Met(ycsbHigh, 1.5)}) | up to 2x (Figure 10) |");
-        sb.AppendLine(CultureInfo.InvariantCulture,
-            $"| TPC-C, {tpcc[^1]} warehouses (lowest contention here) | no worse than 10% below | {tpccLow:F2}x {tpccLowBest} ({Met(tpccLow, 0.9)}) | \"outperforms all other protocols\" as warehouses vary (Figure 5; the figures are lost in our copy) |");
-        sb.AppendLine(CultureInfo.InvariantCulture,
-            $"| YCSB, theta {ycsb[0]} (no contention) | no worse than 10% below | {ycsbLow:F2}x {ycsbLowBest} ({Met(ycsbLow, 0.9)}) | NoWait and WaitDie, and LockOrdered, ahead of Strife at low contention (the percentages are lost in our copy) |");
+        sb.AppendLine("| | goal | measured here: all runs | the fast window's runs only | the paper (15 threads, its machine) |");
+        sb.AppendLine("| --- | --- | --- | --- | --- |");
+        sb.AppendLine(Row($"TPC-C, {tpcc[0]} warehouse (highest contention)", "Strife >= 1.5x the best 2PL", 1.5, "tpcc", tpcc[0],
+                          "up to 2x over every 2PL variant (Figure 5)"));
+        sb.AppendLine(Row($"YCSB, theta {ycsb[^1]} (highest contention)", "Strife >= 1.5x the best 2PL", 1.5, "ycsb-theta", ycsb[^1], "up to 2x (Figure 10)"));
+        sb.AppendLine(Row($"TPC-C, {tpcc[^1]} warehouses (lowest contention here)", "no worse than 10% below", 0.9, "tpcc", tpcc[^1],
+                          "\"outperforms all other protocols\" as warehouses vary (Figure 5; the figures are lost in our copy)"));
+        sb.AppendLine(Row($"YCSB, theta {ycsb[0]} (no contention)", "no worse than 10% below", 0.9, "ycsb-theta", ycsb[0],
+                          "NoWait and WaitDie, and LockOrdered, ahead of Strife at low contention (the percentages are lost in our copy)"));
         sb.AppendLine();
         sb.AppendLine("The paper's clusters run in parallel on as many cores as there are clusters (15); here at most 2 run at once. " +
                       "At 1 warehouse every transaction shares the warehouse row (Payment writes it), so the analysis makes one cluster, " +

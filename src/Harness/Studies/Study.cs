@@ -19,8 +19,9 @@ public sealed record StudyOptions(int Threads = 2, double Seconds = 2, double Wa
     }
 }
 
-/// <summary>One measured run of a study, with the cache-line round trip measured just before it.</summary>
-public sealed record StudyRun(string Figure, string Point, string Protocol, int Repeat, RunRow Row, double LineNanos);
+/// <summary>One measured run of a study, with the cache-line round trip measured just before and
+/// just after it (<see cref="LineProbe"/>).</summary>
+public sealed record StudyRun(string Figure, string Point, string Protocol, int Repeat, RunRow Row, double LineBefore, double LineAfter);
 
 /// <summary>One series point: the median over repeats.</summary>
 public sealed record StudyPoint(string Figure, string Point, string Protocol, double Throughput, double AbortRate, double StolenShare, int Repeats,
@@ -45,10 +46,12 @@ public static class Study
                 for (int k = 0; k < figure.Protocols.Count; k++)
                 {
                     string protocol = figure.Protocols[(k + repeat) % figure.Protocols.Count];
-                    double line = LineProbe.RoundTripNanos();
+                    double before = LineProbe.RoundTripNanos();
                     var row = Runner.RunOne(protocol, make, run);
-                    runs.Add(new StudyRun(figure.Name, label, protocol, repeat, row, line));
-                    log($"  {figure.Name} at {label}, {protocol}, repeat {repeat + 1}/{options.Repeats}: {row.Throughput:N0} txn/s, abort rate {row.AbortRate:P1}, line round trip {line:F0} ns");
+                    double after = LineProbe.RoundTripNanos();
+                    runs.Add(new StudyRun(figure.Name, label, protocol, repeat, row, before, after));
+                    log($"  {figure.Name} at {label}, {protocol}, repeat {repeat + 1}/{options.Repeats}: {row.Throughput:N0} txn/s, abort rate {row.AbortRate:P1}, " +
+                        $"line round trip {before:F0} ns before, {after:F0} ns after");
                 }
             }
         }
@@ -63,6 +66,27 @@ public static class Study
                                Median(rows.Select(r => r.StolenShare ?? double.NaN)), rows.Count,
                                Median(rows.Select(r => r.ResidualShare ?? double.NaN)))).ToList();
 
+    /// <summary>
+    /// The bound of the machine's fast window: twice the fastest probe of the study's runs; NaN
+    /// when nothing was probed. A slow window slows every protocol (on this machine by up to
+    /// half) and opens and closes within seconds, so a ratio of medians over all runs mixes
+    /// windows unevenly; over the runs <see cref="InFastWindow"/> it compares like with like.
+    /// </summary>
+    public static double FastWindowLimit(IEnumerable<StudyRun> runs)
+    {
+        var probes = runs.SelectMany(r => new[] { r.LineBefore, r.LineAfter }).Where(ns => !double.IsNaN(ns)).ToList();
+        return probes.Count == 0 ? double.NaN : 2 * probes.Min();
+    }
+
+    /// <summary>The runs whose probes before and after are both within <paramref name="limit"/>
+    /// (<see cref="FastWindowLimit"/>); none when it is NaN.</summary>
+    public static List<StudyRun> InFastWindow(IEnumerable<StudyRun> runs, double limit) =>
+        runs.Where(r => r.LineBefore <= limit && r.LineAfter <= limit).ToList();
+
+    /// <summary>A ratio as the summaries print it; "-" where a side had no run (NaN).</summary>
+    public static string Times(double ratio) =>
+        double.IsNaN(ratio) ? "-" : ratio.ToString("0.00", CultureInfo.InvariantCulture) + "x";
+
     static double Median(IEnumerable<double> values)
     {
         var v = values.Order().ToArray();
@@ -73,7 +97,8 @@ public static class Study
     public static void WriteCsv(string path, IReadOnlyList<StudyRun> runs, Dictionary<string, string> metadata)
     {
         var csv = new StringBuilder();
-        csv.AppendLine("figure,point,protocol,repeat,threads,seconds,commits,txn_per_s,abort_rate,stolen_share,residual_share,p50_us,p99_us,config,command,commit,machine,date,line_round_trip_ns");
+        csv.AppendLine("figure,point,protocol,repeat,threads,seconds,commits,txn_per_s,abort_rate,stolen_share,residual_share,p50_us,p99_us,config,command,commit,machine,date," +
+                       "line_round_trip_ns,line_round_trip_after_ns");
         foreach (var r in runs)
         {
             csv.AppendLine(string.Join(",", new[]
@@ -82,7 +107,8 @@ public static class Study
                 Runner.Inv(r.Row.AbortRate), r.Row.StolenShare is { } stolen ? Runner.Inv(stolen) : "",
                 r.Row.ResidualShare is { } residual ? Runner.Inv(residual) : "", Runner.Inv(r.Row.P50Micros), Runner.Inv(r.Row.P99Micros),
                 r.Row.Config, metadata["command"], metadata["commit"], metadata["machine"], metadata["date"],
-                double.IsNaN(r.LineNanos) ? "" : Runner.Inv(r.LineNanos),
+                double.IsNaN(r.LineBefore) ? "" : Runner.Inv(r.LineBefore),
+                double.IsNaN(r.LineAfter) ? "" : Runner.Inv(r.LineAfter),
             }.Select(Runner.Quote)));
         }
         Runner.Atomic(path, csv.ToString());
@@ -117,12 +143,14 @@ public static class Study
 
     /// <summary>
     /// Runs every figure of a study, writing its CSV and PNGs as it goes, then summary.md: the
-    /// provenance, <paramref name="settings"/>, each figure's <paramref name="table"/> and the
-    /// <paramref name="verdict"/> over all points.
+    /// provenance, <paramref name="settings"/>, each figure's <paramref name="table"/>, its
+    /// <paramref name="ratios"/> once more over the runs <see cref="InFastWindow"/>, and the
+    /// <paramref name="verdict"/> over all points (the medians of all runs, then of the
+    /// fast-window runs).
     /// </summary>
     public static int Run(string heading, IReadOnlyList<Figure> figures, StudyOptions options, string outDirectory, string commandLine,
-                          TextWriter log, Func<Figure, IReadOnlyList<StudyPoint>, string> table, Func<IReadOnlyList<StudyPoint>, string> verdict,
-                          string? settings = null)
+                          TextWriter log, Func<Figure, IReadOnlyList<StudyPoint>, string> table, Func<Figure, IReadOnlyList<StudyPoint>, string> ratios,
+                          Func<IReadOnlyList<StudyPoint>, IReadOnlyList<StudyPoint>, string> verdict, string? settings = null)
     {
         options.Validate();
         string dir = PrepareDirectory(outDirectory);
@@ -136,19 +164,38 @@ public static class Study
                            $"{options.Repeats} repeats per point (protocols in rotating order), medians below; every run is in the CSVs");
         if (settings is not null) summary.AppendLine($"- {settings}");
         summary.AppendLine();
-        var all = new List<StudyPoint>();
+        var measured = new List<(Figure Figure, List<StudyRun> Runs, List<StudyPoint> Points)>();
         foreach (var figure in figures)
         {
             log.WriteLine(figure.Title);
             var runs = Measure(figure, options, line => log.WriteLine(line));
             WriteCsv(Path.Combine(dir, $"{figure.Name}.csv"), runs, metadata);
             var points = Medians(figure, runs);
-            all.AddRange(points);
             Plot(dir, figure, points, $"{options.Repeats} repeats, medians; commit {metadata["commit"]}");
-            summary.Append(table(figure, points));
-            summary.Append(LineSummary(runs));
+            measured.Add((figure, runs, points));
         }
-        summary.Append(verdict(all));
+        // One bound for the whole study: a figure run entirely in a slow window has no fast runs.
+        double limit = FastWindowLimit(measured.SelectMany(m => m.Runs));
+        List<StudyPoint> all = [], allFast = [];
+        foreach (var (figure, runs, points) in measured)
+        {
+            all.AddRange(points);
+            summary.Append(table(figure, points));
+            summary.Append(LineSummary(runs, limit));
+            var fast = InFastWindow(runs, limit);
+            var fastPoints = Medians(figure, fast);
+            allFast.AddRange(fastPoints);
+            if (fast.Count == 0)
+            {
+                summary.AppendLine("No run of this figure was in the fast window.");
+                summary.AppendLine();
+                continue;
+            }
+            summary.AppendLine($"The ratios again over the runs in the fast window only ({fast.Count} of {runs.Count}; medians; \"-\" where a protocol had none there):");
+            summary.AppendLine();
+            summary.Append(ratios(figure, fastPoints));
+        }
+        summary.Append(verdict(all, allFast));
         Runner.Atomic(Path.Combine(dir, "summary.md"), summary.ToString());
         log.WriteLine();
         log.Write(summary.ToString());
@@ -157,17 +204,18 @@ public static class Study
     }
 
     /// <summary>
-    /// The figure's probes in one paragraph: their spread, and how many runs followed one over
-    /// twice the fastest, which on this machine marks its slow window (<see cref="LineProbe"/>).
+    /// The figure's probes in one paragraph: their spread, and how many runs had one over twice
+    /// the fastest, before or after, which on this machine marks its slow window (<see cref="LineProbe"/>).
     /// </summary>
-    static string LineSummary(IReadOnlyList<StudyRun> runs)
+    static string LineSummary(IReadOnlyList<StudyRun> runs, double limit)
     {
-        var probes = runs.Select(r => r.LineNanos).Where(ns => !double.IsNaN(ns)).Order().ToArray();
+        var probes = runs.SelectMany(r => new[] { r.LineBefore, r.LineAfter }).Where(ns => !double.IsNaN(ns)).Order().ToArray();
         if (probes.Length == 0) return "Cache-line round trip between cores 0 and 1: not measured (one core, not Linux, or its threads could not be pinned).\n\n";
-        int slow = probes.Count(ns => ns > 2 * probes[0]);
+        int slow = runs.Count - InFastWindow(runs, limit).Count;
         return string.Create(CultureInfo.InvariantCulture,
-            $"Cache-line round trip between cores 0 and 1 just before each run (`line_round_trip_ns` in the CSV): median {Median(probes):F0} ns, " +
-            $"{probes[0]:F0}-{probes[^1]:F0} ns; {slow} of {probes.Length} runs followed a probe over twice the fastest, a slow window of the machine.\n\n");
+            $"Cache-line round trip between cores 0 and 1 just before and just after each run (`line_round_trip_ns`, `line_round_trip_after_ns` in the CSV): " +
+            $"median {Median(probes):F0} ns, {probes[0]:F0}-{probes[^1]:F0} ns; {slow} of {runs.Count} runs had a probe over {limit:F0} ns, twice the study's fastest: " +
+            $"a slow window of the machine, which slows every protocol.\n\n");
     }
 
     /// <summary>A figure's heading and its table of median throughput per protocol and point, each
