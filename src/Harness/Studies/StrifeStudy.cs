@@ -116,7 +116,7 @@ public static class StrifeStudy
                       "At 1 warehouse every transaction shares the warehouse row (Payment writes it), so the analysis makes one cluster, " +
                       "which one worker runs while the other analyses the next batch: Strife's rate is then one worker's, without concurrency control.");
         sb.AppendLine();
-        sb.Append(Study.CeilingTable(points, figures, workers, "Strife", TwoPhaseLocking, "best 2PL", 1.5));
+        sb.Append(Study.CeilingTable(points, fast, figures, workers, "Strife", TwoPhaseLocking, "best 2PL", 1.5));
         return sb.ToString();
     }
 }
