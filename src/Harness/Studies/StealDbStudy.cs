@@ -41,20 +41,14 @@ public static class StealDbStudy
     public static int Run(StudyOptions options, string outDirectory, string commandLine, TextWriter log)
     {
         var figures = Figures(options);
-        return Study.Run("StealDB study (seed 000, Section 4)", figures, options, outDirectory, commandLine, log, Table, Ratios,
+        return Study.Run("StealDB study (seed 000, Section 4)", figures, options, outDirectory, commandLine, log,
+                         ("; share of ops run by a waiter for StealDB's code", p => double.IsNaN(p.StolenShare) ? "" : $", {p.StolenShare:P0} stolen"), Ratios,
                          (points, fast) => Verdict(points, fast, figures, options.Threads));
     }
 
-    static string Table(Figure figure, IReadOnlyList<StudyPoint> points) =>
-        Study.ThroughputTable(figure, points, "; share of ops run by a waiter for StealDB's code",
-                              p => double.IsNaN(p.StolenShare) ? "" : $", {p.StolenShare:P0} stolen")
-        + Ratios(figure, points);
-
     static string Ratios(Figure figure, IReadOnlyList<StudyPoint> points)
     {
-        var sb = new StringBuilder();
-        sb.AppendLine("| ratio | " + string.Join(" | ", figure.Points.Select(p => p.Label)) + " |");
-        sb.AppendLine("| --- |" + string.Concat(figure.Points.Select(_ => " ---: |")));
+        var sb = Study.RatioTable(figure);
         foreach (string baseline in new[] { "StealDBNoSteal", "Mcs", "StealDBBasicWS" }.Where(figure.Protocols.Contains))
         {
             sb.Append($"| StealDB / {baseline} |");

@@ -51,21 +51,15 @@ public static class StrifeStudy
     public static int Run(StudyOptions options, string outDirectory, string commandLine, TextWriter log)
     {
         var figures = Figures(options);
-        return Study.Run("Strife study (seed 002, Section 4)", figures, options, outDirectory, commandLine, log, Table, Ratios,
+        return Study.Run("Strife study (seed 002, Section 4)", figures, options, outDirectory, commandLine, log,
+                         ("; for Strife, the share of transactions its analysis left residual", p => double.IsNaN(p.ResidualShare) ? "" : $", {p.ResidualShare:P0} residual"), Ratios,
                          (points, fast) => Verdict(points, fast, figures, options.Threads),
                          $"Strife with its defaults: {new Engine.Protocols.Strife.StrifeOptions().Resolve(options.Threads)}");
     }
 
-    static string Table(Figure figure, IReadOnlyList<StudyPoint> points) =>
-        Study.ThroughputTable(figure, points, "; for Strife, the share of transactions its analysis left residual",
-                              p => double.IsNaN(p.ResidualShare) ? "" : $", {p.ResidualShare:P0} residual")
-        + Ratios(figure, points);
-
     static string Ratios(Figure figure, IReadOnlyList<StudyPoint> points)
     {
-        var sb = new StringBuilder();
-        sb.AppendLine("| ratio | " + string.Join(" | ", figure.Points.Select(p => p.Label)) + " |");
-        sb.AppendLine("| --- |" + string.Concat(figure.Points.Select(_ => " ---: |")));
+        var sb = Study.RatioTable(figure);
         sb.Append("| Strife / best 2PL |");
         foreach (var (label, _) in figure.Points)
         {

@@ -143,13 +143,14 @@ public static class Study
 
     /// <summary>
     /// Runs every figure of a study, writing its CSV and PNGs as it goes, then summary.md: the
-    /// provenance, <paramref name="settings"/>, each figure's <paramref name="table"/>, its
-    /// <paramref name="ratios"/> once more over the runs <see cref="InFastWindow"/>, and the
+    /// provenance, <paramref name="settings"/>, each figure's <see cref="ThroughputTable"/> (each
+    /// cell with <paramref name="cellNote"/>'s share) and <paramref name="ratios"/>, the ratios
+    /// once more over the runs <see cref="InFastWindow"/>, and the
     /// <paramref name="verdict"/> over all points (the medians of all runs, then of the
     /// fast-window runs).
     /// </summary>
     public static int Run(string heading, IReadOnlyList<Figure> figures, StudyOptions options, string outDirectory, string commandLine,
-                          TextWriter log, Func<Figure, IReadOnlyList<StudyPoint>, string> table, Func<Figure, IReadOnlyList<StudyPoint>, string> ratios,
+                          TextWriter log, (string What, Func<StudyPoint, string> Extra) cellNote, Func<Figure, IReadOnlyList<StudyPoint>, string> ratios,
                           Func<IReadOnlyList<StudyPoint>, IReadOnlyList<StudyPoint>, string> verdict, string? settings = null)
     {
         options.Validate();
@@ -180,7 +181,8 @@ public static class Study
         foreach (var (figure, runs, points) in measured)
         {
             all.AddRange(points);
-            summary.Append(table(figure, points));
+            summary.Append(ThroughputTable(figure, points, cellNote.What, cellNote.Extra));
+            summary.Append(ratios(figure, points));
             summary.Append(LineSummary(runs, limit));
             var fast = InFastWindow(runs, limit);
             var fastPoints = Medians(figure, fast);
@@ -220,7 +222,7 @@ public static class Study
 
     /// <summary>A figure's heading and its table of median throughput per protocol and point, each
     /// cell with the abort rate and what <paramref name="extra"/> adds (", 40% stolen"), or nothing.</summary>
-    public static string ThroughputTable(Figure figure, IReadOnlyList<StudyPoint> points, string what, Func<StudyPoint, string> extra)
+    static string ThroughputTable(Figure figure, IReadOnlyList<StudyPoint> points, string what, Func<StudyPoint, string> extra)
     {
         var sb = new StringBuilder();
         sb.AppendLine($"## {figure.Title}");
@@ -241,6 +243,15 @@ public static class Study
         }
         sb.AppendLine();
         return sb.ToString();
+    }
+
+    /// <summary>A figure's ratio table so far: its header row, one column per point; the caller adds a row per ratio.</summary>
+    public static StringBuilder RatioTable(Figure figure)
+    {
+        var sb = new StringBuilder();
+        sb.AppendLine("| ratio | " + string.Join(" | ", figure.Points.Select(p => p.Label)) + " |");
+        sb.AppendLine("| --- |" + string.Concat(figure.Points.Select(_ => " ---: |")));
+        return sb;
     }
 
     /// <summary>
