@@ -74,9 +74,13 @@ public static class Study
     /// </summary>
     public static double FastWindowLimit(IEnumerable<StudyRun> runs)
     {
-        var probes = runs.SelectMany(r => new[] { r.LineBefore, r.LineAfter }).Where(ns => !double.IsNaN(ns)).ToList();
+        var probes = Probes(runs).ToList();
         return probes.Count == 0 ? double.NaN : 2 * probes.Min();
     }
+
+    /// <summary>Every probe the runs took, before and after, leaving out those that could not run.</summary>
+    static IEnumerable<double> Probes(IEnumerable<StudyRun> runs) =>
+        runs.SelectMany(r => new[] { r.LineBefore, r.LineAfter }).Where(ns => !double.IsNaN(ns));
 
     /// <summary>The runs whose probes before and after are both within <paramref name="limit"/>
     /// (<see cref="FastWindowLimit"/>); none when it is NaN.</summary>
@@ -183,8 +187,8 @@ public static class Study
             all.AddRange(points);
             summary.Append(ThroughputTable(figure, points, cellNote.What, cellNote.Extra));
             summary.Append(ratios(figure, points));
-            summary.Append(LineSummary(runs, limit));
             var fast = InFastWindow(runs, limit);
+            summary.Append(LineSummary(runs, fast.Count, limit));
             var fastPoints = Medians(figure, fast);
             allFast.AddRange(fastPoints);
             if (fast.Count == 0)
@@ -206,14 +210,15 @@ public static class Study
     }
 
     /// <summary>
-    /// The figure's probes in one paragraph: their spread, and how many runs had one over twice
-    /// the fastest, before or after, which on this machine marks its slow window (<see cref="LineProbe"/>).
+    /// The figure's probes in one paragraph: their spread, and how many runs had one over
+    /// <paramref name="limit"/>, before or after (all but the <paramref name="fast"/> ones), which on
+    /// this machine marks its slow window (<see cref="LineProbe"/>).
     /// </summary>
-    static string LineSummary(IReadOnlyList<StudyRun> runs, double limit)
+    static string LineSummary(IReadOnlyList<StudyRun> runs, int fast, double limit)
     {
-        var probes = runs.SelectMany(r => new[] { r.LineBefore, r.LineAfter }).Where(ns => !double.IsNaN(ns)).Order().ToArray();
+        var probes = Probes(runs).Order().ToArray();
         if (probes.Length == 0) return "Cache-line round trip between cores 0 and 1: not measured (one core, not Linux, or its threads could not be pinned).\n\n";
-        int slow = runs.Count - InFastWindow(runs, limit).Count;
+        int slow = runs.Count - fast;
         return string.Create(CultureInfo.InvariantCulture,
             $"Cache-line round trip between cores 0 and 1 just before and just after each run (`line_round_trip_ns`, `line_round_trip_after_ns` in the CSV): " +
             $"median {Median(probes):F0} ns, {probes[0]:F0}-{probes[^1]:F0} ns; {slow} of {runs.Count} runs had a probe over {limit:F0} ns, twice the study's fastest: " +
