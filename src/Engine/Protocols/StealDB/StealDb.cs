@@ -167,7 +167,7 @@ public sealed class StealDb : ITransactionProtocol
         {
             s.Ops[i].Lock = NotLocked;
             s.Ops[i].Wrote = false;
-            Volatile.Write(ref s.Ops[i].DepsLeft, program.DependencyCount[i]);
+            if (program.DependencyCount[i] > 1) Volatile.Write(ref s.Ops[i].DepsLeft, program.DependencyCount[i]);
             Volatile.Write(ref s.Rq[i], 0);
         }
         var roots = program.Roots;
@@ -644,6 +644,8 @@ public sealed class StealDb : ITransactionProtocol
         [FieldOffset(8)] public long ReadVersion;
         [FieldOffset(16)] public long InsertKey;
         [FieldOffset(24)] public int Row;
+        /// <summary>Dependencies not yet finished; kept only for an op with more than one, since
+        /// an op with one has a single finisher, which needs no count (<see cref="Finish"/>).</summary>
         [FieldOffset(28)] public int DepsLeft;
         [FieldOffset(32)] public byte Lock;
         [FieldOffset(33)] public bool Wrote;
