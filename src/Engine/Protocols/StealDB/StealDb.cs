@@ -99,11 +99,11 @@ public sealed class StealDb : ITransactionProtocol
 
     /// <summary>Ops run by a worker other than their transaction's owner, summed over workers;
     /// read once the workers have stopped.</summary>
-    public long StolenOps => _slots.Sum(s => s.Stolen);
+    public long StolenOps => _slots.Sum(s => s.Words.Stolen);
 
     /// <summary>The share of executed ops that a waiter ran for another transaction (the paper's
     /// "25 out of 32 operations are executed by lock waiters"); read once the workers have stopped.</summary>
-    public double StolenShare => StolenOps / (double)Math.Max(1, _slots.Sum(s => s.Executed));
+    public double StolenShare => StolenOps / (double)Math.Max(1, _slots.Sum(s => s.Words.Executed));
 
     static long Context(long tid, int position, int writes) =>
         (tid << TidShift) | ((long)position << PositionShift) | (byte)writes;
@@ -132,10 +132,10 @@ public sealed class StealDb : ITransactionProtocol
             }
             if (entry == 0)
             {
-                if (s.OwnFinished + Volatile.Read(ref s.Shared.Finished) == n) break;
+                if (s.Words.OwnFinished + Volatile.Read(ref s.Words.Finished) == n) break;
                 // OwnerCloseOp: the doomed transaction's ops nobody has claimed are claimed
                 // here and skipped, before the slot is reused.
-                if (Volatile.Read(ref s.Shared.Doom) != 0) CloseUnclaimed(s, tid, cursor);
+                if (Volatile.Read(ref s.Words.Doom) != 0) CloseUnclaimed(s, tid, cursor);
             }
             var idle = new SpinWait();
             Spin.Once(ref idle);
@@ -149,7 +149,7 @@ public sealed class StealDb : ITransactionProtocol
     int NextRunnable(Slot s, int cursor, long tid)
     {
         using var step = new TracedStep(Trace);
-        if (cursor >= Volatile.Read(ref s.Shared.RqLength)) return 0;
+        if (cursor >= Volatile.Read(ref s.Words.RqLength)) return 0;
         int entry = Volatile.Read(ref s.Rq[cursor]);
         if (entry == 0) return -1;
         Trace?.Add(new(StealDbAction.OwnerRunNext, tid, tid, entry - 1));
@@ -172,16 +172,16 @@ public sealed class StealDb : ITransactionProtocol
         }
         var roots = program.Roots;
         for (int k = 0; k < roots.Length; k++) Volatile.Write(ref s.Rq[k], roots[k] + 1);
-        s.Shared.Finished = 0;
-        s.OwnFinished = 0;
-        s.Shared.Doom = 0;
-        Volatile.Write(ref s.Shared.RqLength, roots.Length);
+        s.Words.Finished = 0;
+        s.Words.OwnFinished = 0;
+        s.Words.Doom = 0;
+        Volatile.Write(ref s.Words.RqLength, roots.Length);
         // The roots are not published (StealDB.tla Roots): only ops made runnable later are.
-        Interlocked.Exchange(ref s.Shared.StealContext, 0);
+        Interlocked.Exchange(ref s.Words.StealContext, 0);
         // Init: op.tid = tid for every op. A stale context names an older tid, which no op
         // word holds again, so its CAS fails whichever of these stores it sees.
         for (int i = 0; i < n; i++) Volatile.Write(ref s.Ops[i].Tid, ctx.TxnId);
-        Volatile.Write(ref s.Shared.Running, ctx.TxnId);
+        Volatile.Write(ref s.Words.Running, ctx.TxnId);
     }
 
     /// <summary>OwnerCloseOp, then RunOpClaim and RunOpTryLock's doomed branch, per op nobody
@@ -193,7 +193,7 @@ public sealed class StealDb : ITransactionProtocol
         for (int i = 0; i < n; i++)
         {
             using var step = new TracedStep(Trace);
-            if (cursor < Volatile.Read(ref s.Shared.RqLength)) return;
+            if (cursor < Volatile.Read(ref s.Words.RqLength)) return;
             if (Volatile.Read(ref s.Ops[i].Tid) != tid || Interlocked.CompareExchange(ref s.Ops[i].Tid, 0, tid) != tid) continue;
             Finish(s, i, tid, insertDependents: false, s.Worker);
             Trace?.Add(new(StealDbAction.OwnerCloseOp, tid, tid, i));
@@ -221,7 +221,7 @@ public sealed class StealDb : ITransactionProtocol
         var program = ctx.Program;
         int n = program.Ops.Length;
         using var step = new TracedStep(Trace);
-        reason = (AbortReason)Volatile.Read(ref s.Shared.Doom);
+        reason = (AbortReason)Volatile.Read(ref s.Words.Doom);
         if (reason == AbortReason.None)
         {
             Audit?.Committing(ctx.TxnId, n);
@@ -302,7 +302,7 @@ public sealed class StealDb : ITransactionProtocol
         }
         using (new TracedStep(Trace))
         {
-            Volatile.Write(ref s.Shared.Running, 0);
+            Volatile.Write(ref s.Words.Running, 0);
             Trace?.Add(new(StealDbAction.OwnerFinish, tid));
         }
     }
@@ -373,7 +373,7 @@ public sealed class StealDb : ITransactionProtocol
         using var step = new TracedStep(Trace);
         node = Node(s, op);
         predecessor = -1;
-        if (Volatile.Read(ref s.Shared.Doom) != 0)
+        if (Volatile.Read(ref s.Words.Doom) != 0)
         {
             Finish(s, op, tid, insertDependents: false, runner);
             Trace?.Add(new(StealDbAction.RunOpSkip, RunnerTid(runner), tid, op));
@@ -428,8 +428,8 @@ public sealed class StealDb : ITransactionProtocol
         }
         Audit?.Executed(tid, op);
         var runnerSlot = _slots[runner];
-        runnerSlot.Executed++;
-        if (runner != s.Worker) runnerSlot.Stolen++;
+        runnerSlot.Words.Executed++;
+        if (runner != s.Worker) runnerSlot.Words.Stolen++;
         long result = ctx.Program.RunBody(o, write, data, args, ctx.Results);
         if (_earlyRelease)
         {
@@ -446,7 +446,7 @@ public sealed class StealDb : ITransactionProtocol
     /// <summary>The transaction a worker runs: how the spec names the worker.</summary>
     long RunnerTid(int runner) => _slots[runner].Ctx.TxnId;
 
-    static void Doom(Slot s, AbortReason reason) => Interlocked.CompareExchange(ref s.Shared.Doom, (int)reason, 0);
+    static void Doom(Slot s, AbortReason reason) => Interlocked.CompareExchange(ref s.Words.Doom, (int)reason, 0);
 
     /// <summary>The end of ExecuteOp (decision 1 of proofs/StealDB.md): the finishing thread
     /// inserts the ops it made runnable and publishes <c>&lt;tid, last position&gt;</c>. An op's
@@ -470,17 +470,17 @@ public sealed class StealDb : ITransactionProtocol
         if (count > 0)
         {
             // ExecuteOp appends the whole ready set at once: one reservation of its positions.
-            int last = Interlocked.Add(ref s.Shared.RqLength, count);
+            int last = Interlocked.Add(ref s.Words.RqLength, count);
             for (int k = 0; k < count; k++) Volatile.Write(ref s.Rq[last - count + k], ready[k] + 1);
             if (_options.Policy != StealPolicy.None) Publish(s, tid, last);
         }
         // Last: the owner may decide, and reuse the slot, once every op has counted itself.
-        if (runner == s.Worker) s.OwnFinished++;
-        else Interlocked.Increment(ref s.Shared.Finished);
+        if (runner == s.Worker) s.Words.OwnFinished++;
+        else Interlocked.Increment(ref s.Words.Finished);
     }
 
     static void Publish(Slot s, long tid, int position) =>
-        Interlocked.Exchange(ref s.Shared.StealContext, Context(tid, position, Interlocked.Increment(ref s.Shared.Writes)));
+        Interlocked.Exchange(ref s.Words.StealContext, Context(tid, position, Interlocked.Increment(ref s.Words.Writes)));
 
     // ---------------------------------------------------------------------------------
     // The wait loop of Alg. 2 lines 7-9, with Algorithm 3 inside.
@@ -544,13 +544,13 @@ public sealed class StealDb : ITransactionProtocol
         if (_readThenClear)
         {
             // Mutant (MutantStealTakeNonAtomic): Alg. 3 as written, line 1 reads, line 5 clears.
-            context = Volatile.Read(ref predecessor.Shared.StealContext);
-            if (context != 0) Volatile.Write(ref predecessor.Shared.StealContext, 0);
+            context = Volatile.Read(ref predecessor.Words.StealContext);
+            if (context != 0) Volatile.Write(ref predecessor.Words.StealContext, 0);
         }
         else
         {
             // WaiterStealSwap (C1): lines 1-5 as one exchange with the empty context.
-            context = Interlocked.Exchange(ref predecessor.Shared.StealContext, 0);
+            context = Interlocked.Exchange(ref predecessor.Words.StealContext, 0);
         }
         if (context != 0)
         {
@@ -561,7 +561,7 @@ public sealed class StealDb : ITransactionProtocol
         }
         if (!McsLock.IsTail(ref tail, node)) return 0;
         // WaiterStealBack (C3): with no successor queued, nobody else will take what we handed down.
-        context = Interlocked.Exchange(ref s.Shared.StealContext, 0);
+        context = Interlocked.Exchange(ref s.Words.StealContext, 0);
         if (context == 0) return 0;
         Audit?.Taken(s.Worker, context);
         Trace?.Add(new(StealDbAction.WaiterStealBack, RunnerTid(runner), Token: (TidOf(context), PositionOf(context))));
@@ -576,7 +576,7 @@ public sealed class StealDb : ITransactionProtocol
         long tid = TidOf(context);
         int position = PositionOf(context);
         var owner = _slots[WorkerOf(tid)];
-        if (Volatile.Read(ref owner.Shared.Running) != tid)
+        if (Volatile.Read(ref owner.Words.Running) != tid)
         {
             Trace?.Add(new(StealDbAction.WaiterStealRun, RunnerTid(runner), Ok: false));
             return -1;
@@ -598,14 +598,14 @@ public sealed class StealDb : ITransactionProtocol
         context = 0;
         if (holder < 0) return -1;
         var h = _slots[holder];
-        long seen = Volatile.Read(ref h.Shared.StealContext);
+        long seen = Volatile.Read(ref h.Words.StealContext);
         if (seen == 0) return -1;
         long tid = TidOf(seen);
         int position = PositionOf(seen);
-        long next = position > 1 ? Context(tid, position - 1, Interlocked.Increment(ref h.Shared.Writes)) : 0;
-        if (Interlocked.CompareExchange(ref h.Shared.StealContext, next, seen) != seen) return -1;
+        long next = position > 1 ? Context(tid, position - 1, Interlocked.Increment(ref h.Words.Writes)) : 0;
+        if (Interlocked.CompareExchange(ref h.Words.StealContext, next, seen) != seen) return -1;
         Audit?.Taken(h.Worker, seen);
-        if (Volatile.Read(ref h.Shared.Running) != tid) return -1;
+        if (Volatile.Read(ref h.Words.Running) != tid) return -1;
         int entry = Volatile.Read(ref h.Rq[position - 1]);
         Debug.Assert(entry != 0 || Trace is null, "a published position of the runnable queue is unwritten in a traced run");
         if (entry == 0) return -1;
@@ -620,7 +620,7 @@ public sealed class StealDb : ITransactionProtocol
     {
         public readonly int Worker = worker;
         public TxnContext Ctx = null!;
-        public SharedWords Shared;
+        public SlotWords Words;
         /// <summary>Per op, one cache line: the owner runs ops from the front of the runnable queue
         /// while a waiter runs them from the back, and neither should invalidate the other's.</summary>
         public readonly OpLine[] Ops = new OpLine[TxnContext.MaxOps];
@@ -628,10 +628,6 @@ public sealed class StealDb : ITransactionProtocol
         public readonly int[] Rq = new int[TxnContext.MaxOps];
         /// <summary>Before-images, one region of a whole number of cache lines per op.</summary>
         public readonly byte[] Images = new byte[TxnContext.MaxOps * imageBytes];
-        /// <summary>Ops the owner's own thread finished; the other workers count theirs in <see cref="SharedWords.Finished"/>.</summary>
-        public int OwnFinished;
-        /// <summary>Ops this worker executed, and how many of them were other transactions'; only this worker writes them.</summary>
-        public long Executed, Stolen;
     }
 
     /// <summary>One op's words. Everything but the claim word and the dependency counter is
@@ -651,17 +647,28 @@ public sealed class StealDb : ITransactionProtocol
         [FieldOffset(33)] public bool Wrote;
     }
 
-    /// <summary>The words every worker touches, a cache line each so that a steal does not
-    /// invalidate the owner's counters.</summary>
-    [StructLayout(LayoutKind.Explicit, Size = 320)]
-    struct SharedWords
+    /// <summary>The slot's words that change while it runs, a cache line per group. A steal reads
+    /// the slot's references (<see cref="Slot.Ctx"/>, its arrays) and takes its steal context
+    /// while the slot's own worker counts every op it runs: where the runtime laid the counters
+    /// out beside either, each op and each steal moved that line between the cores, which cost
+    /// StealDB 6-8% at one hot record (docs/measured/StealDB.md). The empty first line and the
+    /// room after the last word keep these words off whatever the runtime lays out beside the
+    /// struct, in the slot or after it.</summary>
+    [StructLayout(LayoutKind.Explicit, Size = 512)]
+    struct SlotWords
     {
-        [FieldOffset(0)] public long StealContext;
-        [FieldOffset(64)] public long Running;
-        [FieldOffset(128)] public int RqLength;
+        /// <summary>Ops the owner's own thread finished; the other workers count theirs in <see cref="Finished"/>.</summary>
+        [FieldOffset(64)] public int OwnFinished;
+        /// <summary>Ops this worker executed, and how many of them were other transactions';
+        /// like <see cref="OwnFinished"/>, written by this slot's worker alone.</summary>
+        [FieldOffset(72)] public long Executed;
+        [FieldOffset(80)] public long Stolen;
+        [FieldOffset(128)] public long StealContext;
+        [FieldOffset(192)] public long Running;
+        [FieldOffset(256)] public int RqLength;
         /// <summary>Ops finished by workers other than the owner.</summary>
-        [FieldOffset(192)] public int Finished;
-        [FieldOffset(256)] public int Doom;
-        [FieldOffset(260)] public int Writes;
+        [FieldOffset(320)] public int Finished;
+        [FieldOffset(384)] public int Doom;
+        [FieldOffset(388)] public int Writes;
     }
 }
