@@ -213,9 +213,7 @@ public sealed class StealDb : ITransactionProtocol
 
     /// <summary>OwnerDecide: commit, recording the history, or abort, restoring the before-images
     /// of the rows written in place. True when committed. A committed row's version is installed
-    /// by <see cref="Release"/> just before its unlock: the lock hides the version until then, and
-    /// the first lock released (the first op's, where a chain of waiters forms) then waits for
-    /// one row's install, not every row's.</summary>
+    /// by <see cref="Release"/>, under its lock, which hides the version until the unlock.</summary>
     bool Install(Slot s, TxnContext ctx, out AbortReason reason)
     {
         var program = ctx.Program;
@@ -265,16 +263,33 @@ public sealed class StealDb : ITransactionProtocol
     /// <summary>OwnerRelease: unlock every held node, then each abandoned node as it reaches the
     /// head (C2: a node cannot leave an MCS queue). Polling every abandoned node, not one at a
     /// time, matters: two aborting transactions may each have one abandoned behind the other's.
-    /// Then OwnerFinish: the transaction stops running only after all of it.</summary>
+    /// Then OwnerFinish: the transaction stops running only after all of it.
+    ///
+    /// The first held lock (the first op's, where a chain of waiters forms) goes at once, with its
+    /// version. Every other committed version is then stored before any other unlock: each store
+    /// fetches its row's line for writing, and plain stores issued back to back fetch their lines
+    /// together, where a store just before each unlock's CAS waited for one line at a time. A
+    /// stolen op's row was last written on the thief's core, and that CAS was the release's
+    /// costliest instruction; batched, StealDB ran about 1.07x at one hot record
+    /// (docs/measured/StealDB.md, "The release's stores batched").</summary>
     void Release(Slot s, long tid, bool committed)
     {
         var program = s.Ctx.Program;
-        int n = program.Ops.Length, abandoned = 0;
+        int n = program.Ops.Length, abandoned = 0, first = 0;
+        while (first < n && s.Ops[first].Lock != Held) first++;
+        if (first < n)
+        {
+            Unlock(s, first, tid, install: committed);
+            for (int i = first + 1; committed && i < n; i++)
+            {
+                if (s.Ops[i].Lock == Held && s.Ops[i].Wrote) Volatile.Write(ref _db[program.Ops[i].TableId].Version(s.Ops[i].Row), tid);
+            }
+        }
         for (int i = 0; i < n; i++)
         {
             if (s.Ops[i].Lock == Held)
             {
-                Unlock(s, i, tid, install: committed);
+                Unlock(s, i, tid);
             }
             else if (s.Ops[i].Lock == Abandoned)
             {
