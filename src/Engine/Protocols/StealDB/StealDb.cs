@@ -662,28 +662,32 @@ public sealed class StealDb : ITransactionProtocol
         [FieldOffset(33)] public bool Wrote;
     }
 
-    /// <summary>The slot's words that change while it runs, a cache line per group. A steal reads
-    /// the slot's references (<see cref="Slot.Ctx"/>, its arrays) and takes its steal context
-    /// while the slot's own worker counts every op it runs: where the runtime laid the counters
-    /// out beside either, each op and each steal moved that line between the cores, which cost
-    /// StealDB 6-8% at one hot record (docs/measured/StealDB.md). The empty first line and the
-    /// room after the last word keep these words off whatever the runtime lays out beside the
-    /// struct, in the slot or after it.</summary>
-    [StructLayout(LayoutKind.Explicit, Size = 512)]
-    struct SlotWords
+    /// <summary>The slot's words that change while it runs, in groups by who writes them and
+    /// when, no two groups on one cache line. A steal reads the slot's references
+    /// (<see cref="Slot.Ctx"/>, its arrays) and takes its steal context while the slot's own
+    /// worker counts every op it runs: where the runtime laid the counters out beside either,
+    /// each op and each steal moved that line between the cores, which cost StealDB 6-8% at one
+    /// hot record (docs/measured/StealDB.md). The struct sits at whatever offset mod 64 the
+    /// slot's address gives it, so groups a line apart could still share one: each group is
+    /// under 64 bytes and starts 128 after the last, so that any two words of different groups,
+    /// the first word and the struct's start, and the last word and its end, are 64 bytes apart
+    /// or more (StealDbLayoutTests).</summary>
+    [StructLayout(LayoutKind.Explicit, Size = 896)]
+    internal struct SlotWords
     {
         /// <summary>Ops the owner's own thread finished; the other workers count theirs in <see cref="Finished"/>.</summary>
-        [FieldOffset(64)] public int OwnFinished;
+        [FieldOffset(128)] public int OwnFinished;
         /// <summary>Ops this worker executed, and how many of them were other transactions';
         /// like <see cref="OwnFinished"/>, written by this slot's worker alone.</summary>
-        [FieldOffset(72)] public long Executed;
-        [FieldOffset(80)] public long Stolen;
-        [FieldOffset(128)] public long StealContext;
-        [FieldOffset(192)] public long Running;
-        [FieldOffset(256)] public int RqLength;
+        [FieldOffset(136)] public long Executed;
+        [FieldOffset(144)] public long Stolen;
+        [FieldOffset(256)] public long StealContext;
+        /// <summary>Bumped by whoever publishes into <see cref="StealContext"/>, just before it.</summary>
+        [FieldOffset(264)] public int Writes;
+        [FieldOffset(384)] public long Running;
+        [FieldOffset(512)] public int RqLength;
         /// <summary>Ops finished by workers other than the owner.</summary>
-        [FieldOffset(320)] public int Finished;
-        [FieldOffset(384)] public int Doom;
-        [FieldOffset(388)] public int Writes;
+        [FieldOffset(640)] public int Finished;
+        [FieldOffset(768)] public int Doom;
     }
 }
