@@ -279,10 +279,11 @@ public sealed class StealDb : ITransactionProtocol
         while (first < n && s.Ops[first].Lock != Held) first++;
         if (first < n)
         {
-            Unlock(s, first, tid, install: committed);
+            if (committed) InstallVersion(s, first, tid);
+            Unlock(s, first, tid);
             for (int i = first + 1; committed && i < n; i++)
             {
-                if (s.Ops[i].Lock == Held && s.Ops[i].Wrote) Volatile.Write(ref _db[program.Ops[i].TableId].Version(s.Ops[i].Row), tid);
+                if (s.Ops[i].Lock == Held) InstallVersion(s, i, tid);
             }
         }
         for (int i = 0; i < n; i++)
@@ -322,16 +323,21 @@ public sealed class StealDb : ITransactionProtocol
         }
     }
 
-    /// <summary>OwnerRelease of one lock context, installing a committed write's version first.
-    /// An abandoned one (a waiter gave up on it) was never used, so the audit has nothing to check.</summary>
-    void Unlock(Slot s, int op, long tid, bool audited = true, bool install = false)
+    /// <summary>A committed op's version, if it wrote its row; stored while the row is still locked.</summary>
+    void InstallVersion(Slot s, int op, long tid)
+    {
+        if (s.Ops[op].Wrote) Volatile.Write(ref _db[s.Ctx.Program.Ops[op].TableId].Version(s.Ops[op].Row), tid);
+    }
+
+    /// <summary>OwnerRelease of one lock context. An abandoned one (a waiter gave up on it) was
+    /// never used, so the audit has nothing to check.</summary>
+    void Unlock(Slot s, int op, long tid, bool audited = true)
     {
         using var step = new TracedStep(Trace);
         var table = _db[s.Ctx.Program.Ops[op].TableId];
         long rowKey = HistoryRecorder.RowKey(table.Id, s.Ops[op].Row);
         if (audited) Audit?.Released(rowKey, tid);
         if (_holders is not null && audited) Volatile.Write(ref _holders[table.Id][s.Ops[op].Row], 0);
-        if (install && s.Ops[op].Wrote) Volatile.Write(ref table.Version(s.Ops[op].Row), tid);
         _lock.Unlock(ref table.Word(s.Ops[op].Row), Node(s, op));
         s.Ops[op].Lock = NotLocked;
         Trace?.Add(new(StealDbAction.OwnerRelease, tid, Row: rowKey));
