@@ -33,6 +33,9 @@ run.SetAction(parse =>
     var options = Options(parse.GetValue(threads), parse.GetValue(seconds), parse.GetValue(warmup), parse.GetValue(check), !parse.GetValue(noPin), parse.GetValue(seed));
     var make = knobs.Factory(parse.GetValue(workloadName)!, parse);
     string name = parse.GetValue(protocol)!;
+    foreach (var knob in new Option[] { batch, alpha, noOverlap })
+        if (!ProtocolRegistry.IsBatch(name) && parse.GetResult(knob) is { Implicit: false })
+            throw new UsageException($"{knob.Name} is a Strife knob; this run's protocol is {name}");
     var strife = new Contend.Engine.Protocols.Strife.StrifeOptions(BatchSize: parse.GetValue(batch), Alpha: parse.GetValue(alpha), Overlap: !parse.GetValue(noOverlap));
     strife.Resolve(options.Threads); // bad knobs fail here, before any load
     RunRow row;

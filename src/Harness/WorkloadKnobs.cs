@@ -23,13 +23,30 @@ public sealed class WorkloadKnobs
     readonly Option<bool> _newOrderOnly = new("--new-order-only") { Description = "tpcc: NewOrder alone, district op first (StealDB's study)" };
     readonly Option<int> _orderCapacity = new("--order-capacity") { Description = "tpcc: orders the insert tables can hold", DefaultValueFactory = _ => 1_000_000 };
 
+    /// <summary>Each knob with the workload it belongs to.</summary>
+    (Option Option, string Workload)[] All =>
+    [
+        (_rows, "ycsb"), (_requests, "ycsb"), (_readFraction, "ycsb"), (_theta, "ycsb"), (_partitions, "ycsb"),
+        (_tables, "stealdb"), (_tableRows, "stealdb"), (_ops, "stealdb"), (_hot, "stealdb"),
+        (_warehouses, "tpcc"), (_noInserts, "tpcc"), (_newOrderOnly, "tpcc"), (_orderCapacity, "tpcc"),
+    ];
+
     public void AddTo(Command command)
     {
-        foreach (var o in new Option[] { _rows, _requests, _readFraction, _theta, _partitions, _tables, _tableRows, _ops, _hot, _warehouses, _noInserts, _newOrderOnly, _orderCapacity })
-            command.Options.Add(o);
+        foreach (var (o, _) in All) command.Options.Add(o);
     }
 
-    public Func<IWorkload> Factory(string name, ParseResult p) => name switch
+    /// <summary>The workload's factory. A knob given for another workload is an error, not
+    /// ignored: a run of ycsb with --hot 5 would otherwise report a contention it never had.</summary>
+    public Func<IWorkload> Factory(string name, ParseResult p)
+    {
+        foreach (var (o, workload) in All)
+            if (workload != name && Workloads.Contains(name) && p.GetResult(o) is { Implicit: false })
+                throw new UsageException($"{o.Name} is a {workload} knob; this run's workload is {name}");
+        return Make(name, p);
+    }
+
+    Func<IWorkload> Make(string name, ParseResult p) => name switch
     {
         "ycsb" => () => new Ycsb(p.GetValue(_rows), p.GetValue(_requests), p.GetValue(_readFraction), p.GetValue(_theta), p.GetValue(_partitions)),
         "stealdb" => () => new StealDbMicro(p.GetValue(_tables), p.GetValue(_tableRows), p.GetValue(_ops), p.GetValue(_hot)),

@@ -28,6 +28,9 @@ public class CommandLineTests
     [InlineData("ycsb: partitions = 0 must be in 1..rows/2", "run", "--protocol", "Strife", "--partitions", "0", "--rows", "1000")]
     [InlineData("--repeats 0: must be in 1..100", "study", "stealdb", "--repeats", "0")]
     [InlineData("stealdb: ops = 40 must be in 1..32 (one op per table)", "run", "--protocol", "NoWait", "--workload", "stealdb", "--ops", "40")]
+    [InlineData("--hot is a stealdb knob; this run's workload is ycsb", "run", "--protocol", "NoWait", "--hot", "5")]
+    [InlineData("--warehouses is a tpcc knob; this run's workload is stealdb", "run", "--protocol", "StealDB", "--workload", "stealdb", "--warehouses", "4")]
+    [InlineData("--batch is a Strife knob; this run's protocol is WaitDie", "run", "--protocol", "WaitDie", "--batch", "100")]
     public void BadInputExitsTwoWithOneLine(string message, params string[] args)
     {
         var (code, _, err) = Contend(args);
