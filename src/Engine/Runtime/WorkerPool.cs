@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using Contend.Engine.Diagnostics;
 using Contend.Engine.History;
 using Contend.Engine.Protocols;
 
@@ -36,6 +37,8 @@ public static class WorkerPool
                                      options.TransactionsPerWorker > 0 ? options.TransactionsPerWorker * options.Threads : long.MaxValue);
         var recorder = options.RecordHistory ? new HistoryRecorder(options.Threads) : null;
         var stats = new WorkerStats[options.Threads];
+        for (int w = 0; w < options.Threads; w++) stats[w] = new WorkerStats();
+        using var metrics = EngineMetrics.Track(protocol, workload, stats);
         var warnings = new List<string>();
         Exception? failure = null;
         var threads = new Thread[options.Threads];
@@ -43,7 +46,6 @@ public static class WorkerPool
         for (int w = 0; w < options.Threads; w++)
         {
             int worker = w;
-            stats[w] = new WorkerStats();
             threads[w] = new Thread(() =>
             {
                 try

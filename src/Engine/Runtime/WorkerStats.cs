@@ -38,11 +38,20 @@ public sealed class WorkerStats
     /// <summary>Upper edge of a latency bucket, in nanoseconds.</summary>
     public static double BucketUpperNanos(int bucket) => Math.Pow(2, (bucket + 1) / (double)SubBuckets);
 
+    int _measuring;
+
+    /// <summary>True once the worker has restarted its counters for the measured phase: until
+    /// then they hold the warm-up's, which no report counts (<see cref="Diagnostics.EngineMetrics"/>).</summary>
+    public bool Measuring => Volatile.Read(ref _measuring) != 0;
+
+    /// <summary>Restarts the counters when measuring starts; only the worker's own thread calls it.</summary>
     public void Reset()
     {
         Commits = UserAborts = 0;
         Array.Clear(Aborts);
         Array.Clear(Latency);
+        // After the zeros: a reader that sees the flag sees them too, so its counts never go down.
+        Volatile.Write(ref _measuring, 1);
     }
 
     public void Add(WorkerStats other)
@@ -51,6 +60,14 @@ public sealed class WorkerStats
         UserAborts += other.UserAborts;
         for (int i = 0; i < Aborts.Length; i++) Aborts[i] += other.Aborts[i];
         for (int i = 0; i < Latency.Length; i++) Latency[i] += other.Latency[i];
+    }
+
+    /// <summary>Adds the counts of a worker that is still running (latency left out), each read once.</summary>
+    internal void AddLive(WorkerStats other)
+    {
+        Commits += Volatile.Read(ref other.Commits);
+        UserAborts += Volatile.Read(ref other.UserAborts);
+        for (int i = 0; i < Aborts.Length; i++) Aborts[i] += Volatile.Read(ref other.Aborts[i]);
     }
 
     public long TotalAborts => Aborts.Sum() - Aborts[(int)AbortReason.User] - Aborts[(int)AbortReason.TableFull];
