@@ -69,10 +69,11 @@ public static class EngineMetrics
     }
 
     /// <summary>Tracks a run's workers until the returned handle is disposed; then their final
-    /// counts join the ended runs'. <see cref="WorkerPool"/> calls it for every run.</summary>
-    public static IDisposable Track(IProtocol protocol, IWorkload workload, WorkerStats[] workers)
+    /// counts join the ended runs'. <see cref="WorkerPool"/> calls it for every run, and
+    /// <see cref="TransactionEngine"/> for its sessions.</summary>
+    public static IDisposable Track(IProtocol protocol, string workload, WorkerStats[] workers)
     {
-        var tracked = new Tracked(protocol, workload.Name, workers, ProtocolCounters(protocol));
+        var tracked = new Tracked(protocol, workload, workers, ProtocolCounters(protocol));
         lock (s_gate) s_live.Add(tracked);
         return new Handle(tracked);
     }

@@ -38,7 +38,7 @@ public static class WorkerPool
         var recorder = options.RecordHistory ? new HistoryRecorder(options.Threads) : null;
         var stats = new WorkerStats[options.Threads];
         for (int w = 0; w < options.Threads; w++) stats[w] = new WorkerStats();
-        using var metrics = EngineMetrics.Track(protocol, workload, stats);
+        using var metrics = EngineMetrics.Track(protocol, workload.Name, stats);
         var warnings = new List<string>();
         Exception? failure = null;
         var threads = new Thread[options.Threads];

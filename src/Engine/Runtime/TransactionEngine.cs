@@ -1,0 +1,179 @@
+using System.Diagnostics;
+using Contend.Engine.Diagnostics;
+using Contend.Engine.History;
+using Contend.Engine.Programs;
+using Contend.Engine.Protocols;
+using Contend.Engine.Storage;
+
+namespace Contend.Engine.Runtime;
+
+/// <summary>What one <see cref="Session.Execute"/> came to.</summary>
+/// <param name="Reason">for an abort, why its last attempt aborted; None for a commit</param>
+/// <param name="Attempts">attempts made, the conflict aborts retried included</param>
+public readonly record struct TxnOutcome(Outcome Outcome, AbortReason Reason, int Attempts)
+{
+    public bool Committed => Outcome == Outcome.Committed;
+}
+
+/// <summary>
+/// The engine for a program that brings its own threads and its own requests (a service),
+/// where <see cref="WorkerPool"/> runs a workload for a time. One per-transaction protocol,
+/// chosen by name, over a loaded <see cref="Database"/>; a fixed number of sessions, each the
+/// protocol's worker slot for the thread that holds it. A session runs one transaction at a
+/// time to its commit or its logic's abort, retrying conflict aborts after a randomized
+/// back-off, as the pool's workers do.
+/// </summary>
+/// <remarks>
+/// A batch protocol (Strife) is refused: its unit of work is a batch that every worker of a
+/// pool analyses and runs together, not one request on the caller's thread. Threads are not
+/// pinned: a service's threads are its own. The meter <see cref="EngineMetrics"/> counts the
+/// sessions' transactions under the workload name the engine is given.
+/// </remarks>
+public sealed class TransactionEngine : IDisposable
+{
+    readonly ITransactionProtocol _protocol;
+    readonly Session?[] _sessions;
+    readonly WorkerStats[] _stats;
+    readonly HistoryRecorder? _recorder;
+    readonly IDisposable _metrics;
+    long _timestamps;
+    int _disposed;
+
+    /// <param name="protocol">a per-transaction protocol's name (<see cref="ProtocolRegistry.Names"/>)</param>
+    /// <param name="sessions">sessions open at once, at most: the protocol's worker slots, 1..255</param>
+    /// <param name="recordHistory">record every commit's reads and writes, for <see cref="History"/></param>
+    /// <param name="name">what the meter's series are tagged with as their workload</param>
+    public TransactionEngine(Database db, string protocol, int sessions, bool recordHistory = false, string name = "embedded")
+    {
+        if (sessions is < 1 or > 255) throw new ArgumentOutOfRangeException(nameof(sessions), $"sessions {sessions}: must be 1..255");
+        if (!ProtocolRegistry.IsKnown(protocol))
+            throw new ArgumentException($"unknown protocol '{protocol}' (known: {string.Join(", ", ProtocolRegistry.Names)})", nameof(protocol));
+        if (ProtocolRegistry.IsBatch(protocol))
+            throw new ArgumentException($"{protocol} is a batch protocol: it runs batches on a worker pool (WorkerPool.Run), not one transaction per call", nameof(protocol));
+        _protocol = (ITransactionProtocol)ProtocolRegistry.Create(protocol, ProtocolSetup.For(db, sessions));
+        _sessions = new Session?[sessions];
+        _stats = new WorkerStats[sessions];
+        for (int w = 0; w < sessions; w++)
+        {
+            _stats[w] = new WorkerStats();
+            _stats[w].Reset(); // no warm-up here: every transaction counts
+        }
+        _recorder = recordHistory ? new HistoryRecorder(sessions) : null;
+        _metrics = EngineMetrics.Track(_protocol, name, _stats);
+    }
+
+    public IProtocol Protocol => _protocol;
+
+    /// <summary>Commits and aborts so far, over every session, open or closed.</summary>
+    public WorkerStats Totals()
+    {
+        var total = new WorkerStats();
+        foreach (var s in _stats) total.AddLive(s);
+        return total;
+    }
+
+    /// <summary>Every committed transaction's reads and writes so far, for
+    /// <see cref="SerializabilityChecker"/>; call it while no session runs a transaction.</summary>
+    public List<CommittedTxn> History() =>
+        _recorder?.Collect() ?? throw new InvalidOperationException("the engine was made without recordHistory: it keeps no history");
+
+    /// <summary>Takes a free session; throws when every one is open (close one with Dispose).</summary>
+    public Session OpenSession()
+    {
+        ObjectDisposedException.ThrowIf(Volatile.Read(ref _disposed) != 0, this);
+        for (int w = 0; w < _sessions.Length; w++)
+        {
+            var session = new Session(this, w);
+            if (Interlocked.CompareExchange(ref _sessions[w], session, null) is null) return session;
+        }
+        throw new InvalidOperationException($"all {_sessions.Length} sessions are open: close one first, or make the engine with more");
+    }
+
+    void Close(int worker) => Volatile.Write(ref _sessions[worker], null);
+
+    /// <summary>Ends the meter's tracking; the engine opens no more sessions. Open sessions must
+    /// not run transactions after it.</summary>
+    public void Dispose()
+    {
+        if (Interlocked.Exchange(ref _disposed, 1) == 0) _metrics.Dispose();
+    }
+
+    /// <summary>
+    /// One worker slot of the protocol, for one thread at a time (any thread, one after
+    /// another: an async request may resume elsewhere). Using it from two threads at once
+    /// throws, since the protocols keep a slot's state for exactly one running transaction.
+    /// </summary>
+    public sealed class Session : IDisposable
+    {
+        readonly TransactionEngine _engine;
+        readonly TxnContext _ctx;
+        readonly WorkerStats _stats;
+        ulong _rng;
+        int _busy, _closed;
+
+        internal Session(TransactionEngine engine, int worker)
+        {
+            _engine = engine;
+            _ctx = new TxnContext(worker, engine._recorder);
+            _stats = engine._stats[worker];
+            _rng = Rng.Seed(0x5E55_1011, worker);
+        }
+
+        /// <summary>The results of the last transaction's ops, by op index (valid after a commit,
+        /// until the next <see cref="Execute"/>).</summary>
+        public ReadOnlySpan<long> Results => _ctx.Results.AsSpan(0, _ctx.Program?.Ops.Length ?? 0);
+
+        /// <summary>Runs <paramref name="program"/> with <paramref name="args"/> to its commit or its
+        /// logic's abort, retrying conflict aborts. Cancelled between attempts, it throws
+        /// <see cref="OperationCanceledException"/>, the transaction not committed.</summary>
+        public TxnOutcome Execute(TxnProgram program, ReadOnlySpan<long> args, CancellationToken cancel = default)
+        {
+            ArgumentNullException.ThrowIfNull(program);
+            if (args.Length != program.ArgCount)
+                throw new ArgumentException($"program {program.Name}: takes {program.ArgCount} arguments, given {args.Length}", nameof(args));
+            if (Volatile.Read(ref _closed) != 0) throw new ObjectDisposedException(nameof(Session), "the session is closed");
+            if (Interlocked.Exchange(ref _busy, 1) != 0)
+                throw new InvalidOperationException($"session {_ctx.Worker}: used by two threads at once");
+            try
+            {
+                args.CopyTo(_ctx.Args);
+                _ctx.Start(program, Interlocked.Increment(ref _engine._timestamps));
+                long start = Stopwatch.GetTimestamp();
+                for (int attempt = 1; ; attempt++)
+                {
+                    var outcome = _engine._protocol.Run(_ctx, out var reason);
+                    if (outcome == Outcome.Committed)
+                    {
+                        _stats.Commits++;
+                        _stats.RecordLatency((long)Stopwatch.GetElapsedTime(start).TotalNanoseconds);
+                        return new TxnOutcome(outcome, AbortReason.None, attempt);
+                    }
+                    _stats.Aborts[(int)reason]++;
+                    if (outcome == Outcome.UserAborted)
+                    {
+                        _stats.UserAborts++;
+                        return new TxnOutcome(outcome, reason, attempt);
+                    }
+                    cancel.ThrowIfCancellationRequested();
+                    Spin.Backoff(attempt - 1, ref _rng);
+                }
+            }
+            finally
+            {
+                Volatile.Write(ref _busy, 0);
+            }
+        }
+
+        /// <summary>Returns the slot to the engine for another session. Throws while a transaction
+        /// runs on it: the slot would otherwise serve two transactions at once.</summary>
+        public void Dispose()
+        {
+            if (Volatile.Read(ref _closed) != 0) return;
+            // Taking the busy flag for good keeps Execute out from here on.
+            if (Interlocked.CompareExchange(ref _busy, 1, 0) != 0)
+                throw new InvalidOperationException($"session {_ctx.Worker}: closed while it runs a transaction");
+            Volatile.Write(ref _closed, 1);
+            _engine.Close(_ctx.Worker);
+        }
+    }
+}

@@ -1,0 +1,144 @@
+using System.Buffers.Binary;
+using Contend.Engine.History;
+using Contend.Engine.Programs;
+using Contend.Engine.Protocols;
+using Contend.Engine.Runtime;
+using Contend.Engine.Storage;
+
+namespace Contend.Tests;
+
+/// <summary>
+/// The engine as a service embeds it: its own threads, its own requests, a protocol chosen by
+/// name. Bank transfers among a few hot accounts from more threads than cores: every protocol
+/// keeps the money, commits a serializable history, counts what it did, and returns each
+/// committed transaction's results to its caller.
+/// </summary>
+public class TransactionEngineTests
+{
+    const int Accounts = 6, Opening = 1_000, Threads = 4, TransfersPerThread = 1_500;
+
+    static readonly OpBody Withdraw = (row, args, _) =>
+    {
+        long balance = BinaryPrimitives.ReadInt64LittleEndian(row);
+        if (balance < args[2]) return TxnProgram.UserAbort; // not enough money: the logic aborts
+        BinaryPrimitives.WriteInt64LittleEndian(row, balance - args[2]);
+        return balance - args[2];
+    };
+
+    static readonly OpBody Deposit = (row, args, _) =>
+    {
+        long balance = BinaryPrimitives.ReadInt64LittleEndian(row) + args[2];
+        BinaryPrimitives.WriteInt64LittleEndian(row, balance);
+        return balance;
+    };
+
+    static readonly OpBody ReadBalance = (row, _, _) => BinaryPrimitives.ReadInt64LittleEndian(row);
+
+    static (Database Db, TxnProgram Transfer, TxnProgram Audit) Bank()
+    {
+        var db = new Database();
+        var accounts = db.Create("account", sizeof(long), Accounts);
+        for (int a = 0; a < Accounts; a++) BinaryPrimitives.WriteInt64LittleEndian(accounts.Payload(accounts.Load(a)), Opening);
+        var transfer = new ProgramBuilder("transfer", db, 3)
+            .Write("withdraw", "account", KeySource.FromArg(0), Withdraw)
+            .Write("deposit", "account", KeySource.FromArg(1), Deposit)
+            .Build();
+        var audit = new ProgramBuilder("audit", db, Accounts);
+        for (int a = 0; a < Accounts; a++) audit.Read($"read{a}", "account", KeySource.FromArg(a), ReadBalance);
+        return (db, transfer, audit.Build());
+    }
+
+    sealed record Outcomes(long Committed, long Refused, WorkerStats Totals, long Money, SerializabilityChecker.Report Check);
+
+    /// <summary>Transfers from <see cref="Threads"/> threads of their own, then an audit of every balance.</summary>
+    static Outcomes RunBank(string protocol, int transfersPerThread = TransfersPerThread)
+    {
+        var (db, transfer, audit) = Bank();
+        using var _ = db;
+        using var engine = new TransactionEngine(db, protocol, Threads, recordHistory: true);
+        long committed = 0, refused = 0;
+        Exception? failure = null;
+        using var start = new Barrier(Threads); // all at once, or a thread may be done before the next begins
+        var threads = Enumerable.Range(0, Threads).Select(t => new Thread(() =>
+        {
+            try
+            {
+                using var session = engine.OpenSession();
+                start.SignalAndWait();
+                var rng = new Random(t);
+                Span<long> args = stackalloc long[3];
+                for (int i = 0; i < transfersPerThread; i++)
+                {
+                    int from = rng.Next(Accounts), to = (from + 1 + rng.Next(Accounts - 1)) % Accounts;
+                    args[0] = from; args[1] = to; args[2] = rng.Next(1, 400);
+                    var outcome = session.Execute(transfer, args);
+                    if (outcome.Committed)
+                    {
+                        Interlocked.Increment(ref committed);
+                        if (session.Results[0] < 0) throw new InvalidOperationException($"a withdrawal left {session.Results[0]}");
+                    }
+                    else if (outcome.Outcome == Outcome.UserAborted) Interlocked.Increment(ref refused);
+                    else throw new InvalidOperationException($"a transfer ended {outcome}: conflict aborts are retried");
+                }
+            }
+            catch (Exception e)
+            {
+                Interlocked.CompareExchange(ref failure, e, null);
+            }
+        })).ToList();
+        threads.ForEach(t => t.Start());
+        threads.ForEach(t => t.Join());
+        if (failure is not null) throw new InvalidOperationException($"{protocol}: {failure.Message}", failure);
+
+        var totals = engine.Totals(); // the transfers' alone
+        using var auditor = engine.OpenSession();
+        Assert.True(auditor.Execute(audit, [.. Enumerable.Range(0, Accounts).Select(a => (long)a)]).Committed);
+        return new Outcomes(committed, refused, totals, auditor.Results.ToArray().Sum(), SerializabilityChecker.Check(engine.History()));
+    }
+
+    public static TheoryData<string> PerTransactionProtocols() =>
+        [.. ProtocolRegistry.Names.Where(n => !ProtocolRegistry.IsBatch(n))];
+
+    [Theory]
+    [MemberData(nameof(PerTransactionProtocols))]
+    public void TransfersKeepTheMoneyAndCommitASerializableHistory(string protocol)
+    {
+        var o = RunBank(protocol);
+        Assert.True(o.Committed > 0 && o.Refused > 0, $"{protocol}: {o.Committed} committed, {o.Refused} refused: both paths must run");
+        Assert.Equal(Threads * TransfersPerThread, o.Committed + o.Refused);
+        Assert.Equal(o.Committed, o.Totals.Commits);
+        Assert.Equal(o.Refused, o.Totals.UserAborts);
+        Assert.Equal((long)Accounts * Opening, o.Money);
+        Assert.True(o.Check.Serializable, $"{protocol}: {o.Check.Anomalies.FirstOrDefault()}");
+    }
+
+    /// <summary>The twin: 2PL that releases each lock right after its op must be caught.</summary>
+    [Fact]
+    public void TheBrokenControlIsCaught()
+    {
+        var o = RunBank(ProtocolRegistry.BrokenControl, transfersPerThread: 20_000);
+        Assert.False(o.Check.Serializable && o.Money == Accounts * Opening,
+                     "neither the checker nor the balances caught a protocol that is not serializable");
+    }
+
+    [Fact]
+    public void RefusesWhatItCannotServe()
+    {
+        var (db, transfer, _) = Bank();
+        using var __ = db;
+        Assert.Contains("batch protocol", Assert.Throws<ArgumentException>(() => new TransactionEngine(db, "Strife", 2)).Message);
+        Assert.Contains("unknown protocol 'Nope'", Assert.Throws<ArgumentException>(() => new TransactionEngine(db, "Nope", 2)).Message);
+
+        using var engine = new TransactionEngine(db, "NoWait", 1);
+        using var session = engine.OpenSession();
+        Assert.Contains("all 1 sessions are open", Assert.Throws<InvalidOperationException>(() => engine.OpenSession()).Message);
+        Assert.Contains("takes 3 arguments, given 2", Assert.Throws<ArgumentException>(() => session.Execute(transfer, [0, 1])).Message);
+        Assert.Contains("keeps no history", Assert.Throws<InvalidOperationException>(() => engine.History()).Message);
+
+        session.Dispose();
+        Assert.Throws<ObjectDisposedException>(() => session.Execute(transfer, [0, 1, 5]));
+        using var again = engine.OpenSession(); // the slot is free once its session closed
+        Assert.True(again.Execute(transfer, [0, 1, 5]).Committed);
+        Assert.Equal([Opening - 5, Opening + 5], again.Results.ToArray());
+    }
+}
