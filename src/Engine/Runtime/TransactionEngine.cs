@@ -26,7 +26,9 @@ public readonly record struct TxnOutcome(Outcome Outcome, AbortReason Reason, in
 /// <remarks>
 /// A batch protocol (Strife) is refused: its unit of work is a batch that every worker of a
 /// pool analyses and runs together, not one request on the caller's thread. Threads are not
-/// pinned: a service's threads are its own. The meter <see cref="EngineMetrics"/> counts the
+/// pinned: a service's threads are its own. The queue-lock protocols (Mcs, StealDB) hand each
+/// lock to the next waiter in line, so a descheduled waiter stalls the queue behind it: more
+/// sessions running at once than cores slows them by orders of magnitude (README.md). The meter <see cref="EngineMetrics"/> counts the
 /// sessions' transactions under the workload name the engine is given.
 /// </remarks>
 public sealed class TransactionEngine : IDisposable
