@@ -4,7 +4,8 @@ using Contend.Engine.Protocols;
 namespace Contend.Engine.Runtime;
 
 /// <summary>
-/// One worker's counters, written only by that worker and read after it stops. The two
+/// One worker's counters, written only by that worker and read after it stops (and, while it
+/// runs, by the meter's collections: <see cref="Diagnostics.EngineMetrics"/>). The two
 /// written on every transaction sit in a struct of their own with an empty cache line on
 /// each side, so no other worker's data shares their line: the runtime lays a class's
 /// references out before its other fields, so padding fields declared around them would not
