@@ -34,7 +34,8 @@ public readonly record struct TxnOutcome(Outcome Outcome, AbortReason Reason, in
 public sealed class TransactionEngine : IDisposable
 {
     readonly ITransactionProtocol _protocol;
-    readonly Session?[] _sessions;
+    /// <summary>Per worker slot, 1 while a session holds it.</summary>
+    readonly int[] _open;
     readonly WorkerStats[] _stats;
     readonly HistoryRecorder? _recorder;
     readonly IDisposable _metrics;
@@ -53,7 +54,7 @@ public sealed class TransactionEngine : IDisposable
         if (ProtocolRegistry.IsBatch(protocol))
             throw new ArgumentException($"{protocol} is a batch protocol: it runs batches on a worker pool (WorkerPool.Run), not one transaction per call", nameof(protocol));
         _protocol = (ITransactionProtocol)ProtocolRegistry.Create(protocol, ProtocolSetup.For(db, sessions));
-        _sessions = new Session?[sessions];
+        _open = new int[sessions];
         _stats = new WorkerStats[sessions];
         for (int w = 0; w < sessions; w++)
         {
@@ -83,15 +84,15 @@ public sealed class TransactionEngine : IDisposable
     public Session OpenSession()
     {
         ObjectDisposedException.ThrowIf(Volatile.Read(ref _disposed) != 0, this);
-        for (int w = 0; w < _sessions.Length; w++)
+        for (int w = 0; w < _open.Length; w++)
         {
-            var session = new Session(this, w);
-            if (Interlocked.CompareExchange(ref _sessions[w], session, null) is null) return session;
+            // The slot first, then the session: a session's context is 64 KiB and more.
+            if (Interlocked.CompareExchange(ref _open[w], 1, 0) == 0) return new Session(this, w);
         }
-        throw new InvalidOperationException($"all {_sessions.Length} sessions are open: close one first, or make the engine with more");
+        throw new InvalidOperationException($"all {_open.Length} sessions are open: close one first, or make the engine with more");
     }
 
-    void Close(int worker) => Volatile.Write(ref _sessions[worker], null);
+    void Close(int worker) => Volatile.Write(ref _open[worker], 0);
 
     /// <summary>Ends the meter's tracking; the engine opens no more sessions. Open sessions must
     /// not run transactions after it.</summary>
