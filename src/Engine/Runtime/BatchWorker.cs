@@ -1,4 +1,3 @@
-using System.Diagnostics;
 using Contend.Engine.Programs;
 using Contend.Engine.Protocols;
 
@@ -69,13 +68,6 @@ public sealed class BatchWorker(TxnContext ctx, ITransactionSource source, Worke
             Stats.Reset();
             _measuring = true;
         }
-        if (outcome == Outcome.Committed)
-        {
-            Stats.Commits++;
-            Stats.RecordLatency((long)Stopwatch.GetElapsedTime(startTimestamp).TotalNanoseconds);
-            return;
-        }
-        Stats.Aborts[(int)reason]++;
-        if (outcome == Outcome.UserAborted) Stats.UserAborts++;
+        Stats.Count(outcome, reason, startTimestamp);
     }
 }

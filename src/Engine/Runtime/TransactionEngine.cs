@@ -145,18 +145,9 @@ public sealed class TransactionEngine : IDisposable
                 for (int attempt = 1; ; attempt++)
                 {
                     var outcome = _engine._protocol.Run(_ctx, out var reason);
-                    if (outcome == Outcome.Committed)
-                    {
-                        _stats.Commits++;
-                        _stats.RecordLatency((long)Stopwatch.GetElapsedTime(start).TotalNanoseconds);
-                        return new TxnOutcome(outcome, AbortReason.None, attempt);
-                    }
-                    _stats.Aborts[(int)reason]++;
-                    if (outcome == Outcome.UserAborted)
-                    {
-                        _stats.UserAborts++;
-                        return new TxnOutcome(outcome, reason, attempt);
-                    }
+                    _stats.Count(outcome, reason, start);
+                    if (outcome != Outcome.Aborted)
+                        return new TxnOutcome(outcome, outcome == Outcome.Committed ? AbortReason.None : reason, attempt);
                     cancel.ThrowIfCancellationRequested();
                     Spin.Backoff(attempt - 1, ref _rng);
                 }

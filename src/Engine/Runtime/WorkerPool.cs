@@ -125,18 +125,8 @@ public static class WorkerPool
             for (int retries = 0; ; retries++)
             {
                 var outcome = protocol.Run(ctx, out var reason);
-                if (outcome == Outcome.Committed)
-                {
-                    stats.Commits++;
-                    stats.RecordLatency((long)Stopwatch.GetElapsedTime(start).TotalNanoseconds);
-                    break;
-                }
-                stats.Aborts[(int)reason]++;
-                if (outcome == Outcome.UserAborted)
-                {
-                    stats.UserAborts++;
-                    break;
-                }
+                stats.Count(outcome, reason, start);
+                if (outcome != Outcome.Aborted) break;
                 if (Volatile.Read(ref phase) == Stop) return;
                 Spin.Backoff(retries, ref rng);
             }

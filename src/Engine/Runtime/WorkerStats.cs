@@ -1,3 +1,4 @@
+using System.Diagnostics;
 using System.Runtime.InteropServices;
 using Contend.Engine.Protocols;
 
@@ -34,6 +35,20 @@ public sealed class WorkerStats
     {
         int bucket = nanoseconds <= 1 ? 0 : (int)(Math.Log2(nanoseconds) * SubBuckets);
         Latency[Math.Min(bucket, LatencyBuckets - 1)]++;
+    }
+
+    /// <summary>Counts one attempt's outcome; a commit's latency runs from <paramref name="startTimestamp"/>
+    /// (a <see cref="Stopwatch"/> timestamp: the transaction's first attempt).</summary>
+    public void Count(Outcome outcome, AbortReason reason, long startTimestamp)
+    {
+        if (outcome == Outcome.Committed)
+        {
+            Commits++;
+            RecordLatency((long)Stopwatch.GetElapsedTime(startTimestamp).TotalNanoseconds);
+            return;
+        }
+        Aborts[(int)reason]++;
+        if (outcome == Outcome.UserAborted) UserAborts++;
     }
 
     /// <summary>Upper edge of a latency bucket, in nanoseconds.</summary>
