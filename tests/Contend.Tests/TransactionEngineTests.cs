@@ -15,9 +15,10 @@ namespace Contend.Tests;
 /// </summary>
 public class TransactionEngineTests
 {
-    const int Accounts = 6, Opening = 1_000, Threads = 4, TransfersPerThread = 1_500;
+    internal const int Accounts = 6, Opening = 1_000;
+    const int Threads = 4, TransfersPerThread = 1_500;
 
-    static readonly OpBody Withdraw = (row, args, _) =>
+    internal static readonly OpBody Withdraw = (row, args, _) =>
     {
         long balance = BinaryPrimitives.ReadInt64LittleEndian(row);
         if (balance < args[2]) return TxnProgram.UserAbort; // not enough money: the logic aborts
@@ -25,7 +26,7 @@ public class TransactionEngineTests
         return balance - args[2];
     };
 
-    static readonly OpBody Deposit = (row, args, _) =>
+    internal static readonly OpBody Deposit = (row, args, _) =>
     {
         long balance = BinaryPrimitives.ReadInt64LittleEndian(row) + args[2];
         BinaryPrimitives.WriteInt64LittleEndian(row, balance);
@@ -34,7 +35,7 @@ public class TransactionEngineTests
 
     static readonly OpBody ReadBalance = (row, _, _) => BinaryPrimitives.ReadInt64LittleEndian(row);
 
-    static (Database Db, TxnProgram Transfer, TxnProgram Audit) Bank()
+    internal static (Database Db, TxnProgram Transfer, TxnProgram Audit) Bank()
     {
         var db = new Database();
         var accounts = db.Create("account", sizeof(long), Accounts);
@@ -119,6 +120,35 @@ public class TransactionEngineTests
         var o = RunBank(ProtocolRegistry.BrokenControl, transfersPerThread: 20_000);
         Assert.False(o.Check.Serializable && o.Money == Accounts * Opening,
                      "neither the checker nor the balances caught a protocol that is not serializable");
+    }
+
+    public static TheoryData<string> OpByOpProtocols() =>
+        [.. ProtocolRegistry.Names.Where(n => !ProtocolRegistry.IsBatch(n) && !n.StartsWith("StealDB", StringComparison.Ordinal))];
+
+    static readonly OpBody Explode = (_, _, _) => throw new InvalidOperationException("boom");
+
+    /// <summary>A body that throws is a bug in its program: the attempt is undone and its locks
+    /// freed before the exception reaches the caller, so the rows stay usable. (StealDB is not
+    /// among them: an op may run on another transaction's thread, and a body must not throw.)</summary>
+    [Theory]
+    [MemberData(nameof(OpByOpProtocols))]
+    public async Task AThrowingBodyIsUndoneAndItsLocksFreed(string protocol)
+    {
+        var (db, transfer, _) = Bank();
+        using var __ = db;
+        var faulty = new ProgramBuilder("faulty", db, 3)
+            .Write("withdraw", "account", KeySource.FromArg(0), Withdraw)
+            .Write("explode", "account", KeySource.FromArg(1), Explode, "withdraw")
+            .Build();
+        using var engine = new TransactionEngine(db, protocol, 1);
+        using var session = engine.OpenSession();
+        Assert.Equal("boom", Assert.Throws<InvalidOperationException>(() => session.Execute(faulty, [0, 1, 100])).Message);
+        // A lock left held would make this wait, or abort and retry, until cancelled.
+        using var cancel = new CancellationTokenSource(TimeSpan.FromSeconds(10));
+        var next = Task.Run(() => session.Execute(transfer, [0, 1, 5], cancel.Token));
+        Assert.True(await Task.WhenAny(next, Task.Delay(TimeSpan.FromSeconds(30))) == next, $"{protocol}: a row stayed locked");
+        Assert.True((await next).Committed);
+        Assert.Equal([Opening - 5, Opening + 5], session.Results.ToArray()); // the 100 withdrawn came back
     }
 
     [Fact]

@@ -23,7 +23,27 @@ public abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtocol
         return RunOps(ctx, out reason);
     }
 
+    /// <summary>Runs the ops, then commits. A key function or a body that throws is a bug in
+    /// the program: the attempt is undone first (its locks released, its written rows given
+    /// back their images), so that the rows stay usable by every other transaction, and the
+    /// exception goes on to the caller.</summary>
     protected Outcome RunOps(TxnContext ctx, out AbortReason reason)
+    {
+        try
+        {
+            if (!RunEachOp(ctx, out reason)) return reason == AbortReason.User ? Outcome.UserAborted : Outcome.Aborted;
+        }
+        catch
+        {
+            Abort(ctx);
+            throw;
+        }
+        if (!Commit(ctx, out reason)) return reason == AbortReason.TableFull ? Outcome.UserAborted : Outcome.Aborted;
+        return Outcome.Committed;
+    }
+
+    /// <summary>The op loop; on false the attempt is aborted and undone, <paramref name="reason"/> says why.</summary>
+    bool RunEachOp(TxnContext ctx, out AbortReason reason)
     {
         var program = ctx.Program;
         ReadOnlySpan<long> args = ctx.Args;
@@ -43,26 +63,27 @@ public abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtocol
             {
                 Abort(ctx);
                 reason = AbortReason.User;
-                return Outcome.UserAborted;
+                return false;
             }
             bool write = op.Writes(args);
             if (!Access(ctx, table, row, write, out var data, out int access, out reason))
             {
                 Abort(ctx);
-                return Outcome.Aborted;
+                Debug.Assert(reason != AbortReason.User, $"program {program.Name}: a conflict abort reported as the logic's");
+                return false;
             }
             long result = program.RunBody(op, write, data, args, ctx.Results);
             if (result == TxnProgram.UserAbort)
             {
                 Abort(ctx);
                 reason = AbortReason.User;
-                return Outcome.UserAborted;
+                return false;
             }
             ctx.Results[i] = result;
             AfterOp(ctx, table, access);
         }
-        if (!Commit(ctx, out reason)) return reason == AbortReason.TableFull ? Outcome.UserAborted : Outcome.Aborted;
-        return Outcome.Committed;
+        reason = AbortReason.None;
+        return true;
     }
 
     /// <summary>Grants the op its row: the row itself (locking) or a private copy (optimistic).
