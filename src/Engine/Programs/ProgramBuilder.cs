@@ -47,7 +47,9 @@ public sealed class ProgramBuilder(string name, Database db, int argCount)
         Add(new Draft(op, table, AccessMode.Insert, -1, key, valueDeps, body));
 
     /// <summary>Declares that no body of the program returns <see cref="TxnProgram.UserAbort"/>
-    /// (its logic may still abort on a missing key). A body that does anyway throws when it runs.</summary>
+    /// (its logic may still abort on a missing key). A body that does anyway throws when it runs.
+    /// Strife's clusters then write such a program's rows in place with no before-image, so a
+    /// body that throws leaves what it wrote.</summary>
     public ProgramBuilder BodiesNeverAbort()
     {
         _bodiesMayAbort = false;

@@ -54,6 +54,11 @@ public interface ITransactionProtocol : IProtocol
 public interface IBatchProtocol : IProtocol
 {
     void Work(BatchWorker worker);
+
+    /// <summary>After a worker failed (<see cref="BatchWorker.Failed"/>) and every worker has
+    /// returned from <see cref="Work"/>: the <see cref="TxnContext.Tag"/>s of the transactions it
+    /// drew that never ended, so that whoever submitted them hears of it.</summary>
+    IEnumerable<object> Unfinished();
 }
 
 /// <summary>What a protocol is built from.</summary>

@@ -14,6 +14,10 @@ public sealed class RunControl(int phase, long quota)
     /// <summary>Transactions that may still be drawn, over all workers (a run of fixed size);
     /// long.MaxValue for a timed run.</summary>
     public long Quota = quota;
+    /// <summary>1 once a worker has failed (an exception left its thread): the other workers
+    /// return from the protocol, leaving whatever batch they are in unfinished. Whoever sets it
+    /// sets <see cref="Phase"/> to Stop as well.</summary>
+    public int Failed;
 
     /// <summary>A control for a run outside the pool (a test): measuring from the start,
     /// <paramref name="transactions"/> transactions in all.</summary>
@@ -33,8 +37,17 @@ public sealed class BatchWorker(TxnContext ctx, ITransactionSource source, Worke
     public ulong Rng = rng;
     bool _measuring;
 
+    /// <summary>Told of each transaction's end (its commit or its logic's abort), on the worker
+    /// that ran it, while <see cref="TxnContext.Results"/> and <see cref="TxnContext.Tag"/> are
+    /// still its: how <see cref="BatchEngine"/> answers a request. Null for the pool, and then
+    /// a protocol need not call <see cref="Ended"/>.</summary>
+    public Action<TxnContext, TxnOutcome>? OnEnded { get; init; }
+
     /// <summary>False once the run is stopping: start no new batch.</summary>
-    public bool Running => Volatile.Read(ref Control.Phase) != WorkerPool.Stop;
+    public bool Running => Volatile.Read(ref Control.Phase) != WorkerPool.Stop; // a failure sets Stop too
+
+    /// <summary>True once a worker of the run has failed: return at once.</summary>
+    public bool Failed => Volatile.Read(ref Control.Failed) != 0;
 
     /// <summary>True while a new batch could still get transactions.</summary>
     public bool CanDraw => Running && Volatile.Read(ref Control.Quota) > 0;
@@ -53,7 +66,8 @@ public sealed class BatchWorker(TxnContext ctx, ITransactionSource source, Worke
         }
     }
 
-    /// <summary>The worker's next transaction: its program, and its arguments in <see cref="Ctx"/>.</summary>
+    /// <summary>The worker's next transaction: its program, and its arguments (and the source's
+    /// <see cref="TxnContext.Tag"/>, if it sets one) in <see cref="Ctx"/>.</summary>
     public TxnProgram Draw() => source.Next(Ctx);
 
     /// <summary>Reserves <paramref name="count"/> consecutive WaitDie timestamps; returns the first.</summary>
@@ -69,5 +83,13 @@ public sealed class BatchWorker(TxnContext ctx, ITransactionSource source, Worke
             _measuring = true;
         }
         Stats.Count(outcome, reason, startTimestamp);
+    }
+
+    /// <summary>A transaction has ended after <paramref name="attempts"/> attempts: tells
+    /// <see cref="OnEnded"/>, then forgets the transaction's tag.</summary>
+    public void Ended(Outcome outcome, AbortReason reason, int attempts)
+    {
+        OnEnded?.Invoke(Ctx, new TxnOutcome(outcome, outcome == Outcome.Committed ? AbortReason.None : reason, attempts));
+        Ctx.Tag = null;
     }
 }

@@ -24,21 +24,22 @@ public readonly record struct TxnOutcome(Outcome Outcome, AbortReason Reason, in
 /// back-off, as the pool's workers do.
 /// </summary>
 /// <remarks>
-/// A batch protocol (Strife) is refused: its unit of work is a batch that every worker of a
-/// pool analyses and runs together, not one request on the caller's thread. Threads are not
+/// A batch protocol (Strife) is refused: its unit of work is a batch that workers of its own
+/// analyse and run together, not one request on the caller's thread (<see cref="BatchEngine"/>). Threads are not
 /// pinned: a service's threads are its own. The queue-lock protocols (Mcs, StealDB) hand each
 /// lock to the next waiter in line, so a descheduled waiter stalls the queue behind it: more
 /// sessions running at once than cores slows them by orders of magnitude (README.md). The meter <see cref="EngineMetrics"/> counts the
-/// sessions' transactions under the workload name the engine is given.
+/// sessions' transactions under the workload name the engine is given. A body that throws
+/// reaches <see cref="Session.Execute"/>'s caller after its attempt is undone (locks released,
+/// images restored), under every protocol but StealDB, where an op may run on another
+/// transaction's thread and a body must not throw.
 /// </remarks>
 public sealed class TransactionEngine : IDisposable
 {
     readonly ITransactionProtocol _protocol;
     /// <summary>Per worker slot, 1 while a session holds it.</summary>
     readonly int[] _open;
-    readonly WorkerStats[] _stats;
-    readonly HistoryRecorder? _recorder;
-    readonly IDisposable _metrics;
+    readonly EmbeddedWorkers _workers;
     long _timestamps;
     int _disposed;
 
@@ -49,36 +50,20 @@ public sealed class TransactionEngine : IDisposable
     public TransactionEngine(Database db, string protocol, int sessions, bool recordHistory = false, string name = "embedded")
     {
         if (sessions is < 1 or > 255) throw new ArgumentOutOfRangeException(nameof(sessions), $"sessions {sessions}: must be 1..255");
-        if (!ProtocolRegistry.IsKnown(protocol))
-            throw new ArgumentException($"unknown protocol '{protocol}' (known: {string.Join(", ", ProtocolRegistry.Names)})", nameof(protocol));
-        if (ProtocolRegistry.IsBatch(protocol))
-            throw new ArgumentException($"{protocol} is a batch protocol: it runs batches on a worker pool (WorkerPool.Run), not one transaction per call", nameof(protocol));
+        EmbeddedWorkers.CheckProtocol(protocol, batch: false);
         _protocol = (ITransactionProtocol)ProtocolRegistry.Create(protocol, ProtocolSetup.For(db, sessions));
         _open = new int[sessions];
-        _stats = new WorkerStats[sessions];
-        for (int w = 0; w < sessions; w++)
-        {
-            _stats[w] = new WorkerStats();
-            _stats[w].Reset(); // no warm-up here: every transaction counts
-        }
-        _recorder = recordHistory ? new HistoryRecorder(sessions) : null;
-        _metrics = EngineMetrics.Track(_protocol, name, _stats);
+        _workers = new EmbeddedWorkers(_protocol, sessions, recordHistory, name);
     }
 
     public IProtocol Protocol => _protocol;
 
     /// <summary>Commits and aborts so far, over every session, open or closed.</summary>
-    public WorkerStats Totals()
-    {
-        var total = new WorkerStats();
-        foreach (var s in _stats) total.AddLive(s);
-        return total;
-    }
+    public WorkerStats Totals() => _workers.Totals();
 
     /// <summary>Every committed transaction's reads and writes so far, for
     /// <see cref="SerializabilityChecker"/>; call it while no session runs a transaction.</summary>
-    public List<CommittedTxn> History() =>
-        _recorder?.Collect() ?? throw new InvalidOperationException("the engine was made without recordHistory: it keeps no history");
+    public List<CommittedTxn> History() => _workers.History();
 
     /// <summary>Takes a free session; throws when every one is open (close one with Dispose).</summary>
     public Session OpenSession()
@@ -98,7 +83,7 @@ public sealed class TransactionEngine : IDisposable
     /// not run transactions after it.</summary>
     public void Dispose()
     {
-        if (Interlocked.Exchange(ref _disposed, 1) == 0) _metrics.Dispose();
+        if (Interlocked.Exchange(ref _disposed, 1) == 0) _workers.Dispose();
     }
 
     /// <summary>
@@ -117,8 +102,8 @@ public sealed class TransactionEngine : IDisposable
         internal Session(TransactionEngine engine, int worker)
         {
             _engine = engine;
-            _ctx = new TxnContext(worker, engine._recorder);
-            _stats = engine._stats[worker];
+            _ctx = new TxnContext(worker, engine._workers.Recorder);
+            _stats = engine._workers.Stats[worker];
             _rng = Rng.Seed(0x5E55_1011, worker);
         }
 

@@ -39,6 +39,9 @@ public sealed class TxnContext
     /// the op loop then skips the index lookup. Cleared by <see cref="Start"/>.</summary>
     public bool RowsKnown;
     public readonly int[] OpRow = new int[MaxOps];
+    /// <summary>What the transaction's source attached to it (a batch protocol carries it through
+    /// the batch with the transaction): <see cref="BatchEngine"/>'s request. Null otherwise.</summary>
+    public object? Tag;
 
     // The access set: one entry per distinct row the attempt touched.
     public int AccessCount;

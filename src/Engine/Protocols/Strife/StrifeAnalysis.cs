@@ -86,6 +86,11 @@ internal sealed class StrifeAnalysis(Database db, StrifeOptions options, Mutants
     {
         var program = worker.Draw();
         b.Program[slot] = program;
+        if (worker.Ctx.Tag is { } tag) // only BatchEngine's source tags its transactions
+        {
+            b.Tag[slot] = tag;
+            worker.Ctx.Tag = null;
+        }
         var args = b.ArgsOf(slot);
         worker.Ctx.Args.AsSpan(0, program.ArgCount).CopyTo(args);
         b.Place[slot] = StrifeBatch.Unplaced;

@@ -56,6 +56,8 @@ internal sealed class StrifeBatch
     public readonly long[] Args;
     public readonly long[] Timestamp;
     public readonly long[] StartTicks;
+    /// <summary>The source's <see cref="TxnContext.Tag"/> of the slot's transaction, until it ends.</summary>
+    public readonly object?[] Tag;
     /// <summary>False when a key of the program depends on an earlier op's result: its rows
     /// are not known before it runs, so it goes to the residual (see StrifeAnalysis.cs).</summary>
     public readonly bool[] Analysable;
@@ -99,6 +101,7 @@ internal sealed class StrifeBatch
         Args = new long[capacity * ArgStride];
         Timestamp = new long[capacity];
         StartTicks = new long[capacity];
+        Tag = new object?[capacity];
         Analysable = new bool[capacity];
         OpRow = new int[capacity * MaxAccess];
         AccessCount = new int[capacity];

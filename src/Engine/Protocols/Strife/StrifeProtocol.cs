@@ -133,7 +133,23 @@ public sealed class StrifeProtocol : IBatchProtocol
             }
             // Nothing runs, nothing is analysed, and no batch can start: the run is over.
             if (phase == BatchPhase.Done && nextPhase == BatchPhase.Idle && !worker.CanDraw) return;
+            // Another worker died, so its batch will never end. Checked only here, with nothing
+            // to do: a worker with work left reaches here once it has none.
+            if (worker.Failed) return;
             Spin.Once(ref wait);
+        }
+    }
+
+    /// <summary>The tags of the transactions drawn into a batch that never ended; call it only
+    /// once every worker has returned from <see cref="Work"/> after a failure.</summary>
+    public IEnumerable<object> Unfinished()
+    {
+        foreach (var b in _buffers)
+        {
+            for (int slot = 0; slot < b.Count; slot++)
+            {
+                if (b.Tag[slot] is { } tag) yield return tag;
+            }
         }
     }
 
@@ -259,6 +275,7 @@ public sealed class StrifeProtocol : IBatchProtocol
             Debug.Assert(outcome != Outcome.Aborted, $"batch {n}, slot {slot}: a clustered transaction met a conflict ({reason})");
             worker.Count(outcome, reason, b.StartTicks[slot]);
             Observer?.Ended(n, slot, outcome);
+            if (worker.OnEnded is not null) Answer(b, slot, worker, outcome, reason, attempts: 1);
         }
         if (Interlocked.Increment(ref b.ClustersDone) == b.WorkClusters) Barrier(b, n);
         return true;
@@ -298,6 +315,7 @@ public sealed class StrifeProtocol : IBatchProtocol
             if (outcome != Outcome.Aborted)
             {
                 Observer?.Ended(n, slot, outcome);
+                if (worker.OnEnded is not null) Answer(b, slot, worker, outcome, reason, retries + 1);
                 if (_retryAfterCommit && outcome == Outcome.Committed && !ranAgain)
                 {
                     ranAgain = true; // the twin: a worker runs the committed transaction once more
@@ -320,6 +338,15 @@ public sealed class StrifeProtocol : IBatchProtocol
         Observer?.BatchDone(n);
         bool done = b.TryAdvance(n, BatchPhase.Residuals, BatchPhase.Done);
         Debug.Assert(done, $"batch {n}: finished outside its residual phase");
+    }
+
+    /// <summary>Tells the worker's listener (<see cref="BatchEngine"/>) that the slot's transaction
+    /// has ended, and forgets its tag: a tag left in a batch is one <see cref="Unfinished"/> reports.</summary>
+    static void Answer(StrifeBatch b, int slot, BatchWorker worker, Outcome outcome, AbortReason reason, int attempts)
+    {
+        worker.Ctx.Tag = b.Tag[slot];
+        worker.Ended(outcome, reason, attempts);
+        b.Tag[slot] = null;
     }
 
     void Load(StrifeBatch b, uint n, int slot, TxnContext ctx, bool clustered)
