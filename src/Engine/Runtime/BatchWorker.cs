@@ -46,7 +46,8 @@ public sealed class BatchWorker(TxnContext ctx, ITransactionSource source, Worke
     /// <summary>False once the run is stopping: start no new batch.</summary>
     public bool Running => Volatile.Read(ref Control.Phase) != WorkerPool.Stop; // a failure sets Stop too
 
-    /// <summary>True once a worker of the run has failed: return at once.</summary>
+    /// <summary>True once a worker of the run has failed: return as soon as nothing is left to
+    /// take, without waiting for the batch to end (it never will).</summary>
     public bool Failed => Volatile.Read(ref Control.Failed) != 0;
 
     /// <summary>True while a new batch could still get transactions.</summary>
