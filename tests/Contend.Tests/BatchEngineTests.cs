@@ -1,4 +1,3 @@
-using System.Buffers.Binary;
 using Contend.Engine.History;
 using Contend.Engine.Programs;
 using Contend.Engine.Protocols;
@@ -149,7 +148,8 @@ public class BatchEngineTests
         Assert.Contains("keeps no history", Assert.Throws<InvalidOperationException>(() => engine.History()).Message);
     }
 
-    static readonly OpBody Explode = (_, _, _) => throw new InvalidOperationException("boom");
+    /// <summary>One op whose body throws.</summary>
+    static TxnProgram Faulty(Database db) => new ProgramBuilder("faulty", db, 1).Write("explode", "account", KeySource.FromArg(0), Explode).Build();
 
     /// <summary>A body that throws fails its engine: its own task and every other not yet ended
     /// fail with it, none is left waiting, and the engine refuses more.</summary>
@@ -158,7 +158,7 @@ public class BatchEngineTests
     {
         var (db, transfer, _) = Bank();
         using var __ = db;
-        var faulty = new ProgramBuilder("faulty", db, 1).Write("explode", "account", KeySource.FromArg(0), Explode).Build();
+        var faulty = Faulty(db);
         var engine = new BatchEngine(db, "Strife", workers: 2, new StrifeOptions(BatchSize: 50));
         var tasks = new List<Task<TxnResult>>();
         for (int i = 0; i < 3_000; i++)
@@ -186,13 +186,8 @@ public class BatchEngineTests
 
         public void Load(Database db)
         {
-            var accounts = db.Create("account", sizeof(long), Accounts);
-            for (int a = 0; a < Accounts; a++) BinaryPrimitives.WriteInt64LittleEndian(accounts.Payload(accounts.Load(a)), Opening);
-            _transfer = new ProgramBuilder("transfer", db, 3)
-                .Write("withdraw", "account", KeySource.FromArg(0), Withdraw)
-                .Write("deposit", "account", KeySource.FromArg(1), Deposit)
-                .Build();
-            _faulty = new ProgramBuilder("faulty", db, 1).Write("explode", "account", KeySource.FromArg(0), Explode).Build();
+            _transfer = OpenAccounts(db).Transfer;
+            _faulty = Faulty(db);
         }
 
         public ITransactionSource CreateSource(int worker, ulong seed) => new Source(this);

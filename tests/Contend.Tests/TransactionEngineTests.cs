@@ -38,6 +38,14 @@ public class TransactionEngineTests
     internal static (Database Db, TxnProgram Transfer, TxnProgram Audit) Bank()
     {
         var db = new Database();
+        var (transfer, audit) = OpenAccounts(db);
+        return (db, transfer, audit);
+    }
+
+    /// <summary>Creates the accounts in <paramref name="db"/>, each with its opening balance, and
+    /// builds the transfer and audit programs over them.</summary>
+    internal static (TxnProgram Transfer, TxnProgram Audit) OpenAccounts(Database db)
+    {
         var accounts = db.Create("account", sizeof(long), Accounts);
         for (int a = 0; a < Accounts; a++) BinaryPrimitives.WriteInt64LittleEndian(accounts.Payload(accounts.Load(a)), Opening);
         var transfer = new ProgramBuilder("transfer", db, 3)
@@ -46,7 +54,7 @@ public class TransactionEngineTests
             .Build();
         var audit = new ProgramBuilder("audit", db, Accounts);
         for (int a = 0; a < Accounts; a++) audit.Read($"read{a}", "account", KeySource.FromArg(a), ReadBalance);
-        return (db, transfer, audit.Build());
+        return (transfer, audit.Build());
     }
 
     sealed record Outcomes(long Committed, long Refused, WorkerStats Totals, long Money, SerializabilityChecker.Report Check);
@@ -125,7 +133,7 @@ public class TransactionEngineTests
     public static TheoryData<string> OpByOpProtocols() =>
         [.. ProtocolRegistry.Names.Where(n => !ProtocolRegistry.IsBatch(n) && !n.StartsWith("StealDB", StringComparison.Ordinal))];
 
-    static readonly OpBody Explode = (_, _, _) => throw new InvalidOperationException("boom");
+    internal static readonly OpBody Explode = (_, _, _) => throw new InvalidOperationException("boom");
 
     /// <summary>A body that throws is a bug in its program: the attempt is undone and its locks
     /// freed before the exception reaches the caller, so the rows stay usable. (StealDB is not

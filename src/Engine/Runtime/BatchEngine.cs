@@ -194,8 +194,7 @@ public sealed class BatchEngine : IDisposable
         catch (Exception e)
         {
             Interlocked.CompareExchange(ref _failure, e, null);
-            Volatile.Write(ref _control.Failed, 1);
-            Volatile.Write(ref _control.Phase, WorkerPool.Stop);
+            _control.Fail();
             Wake(); // the sleepers wake, see the failure, and leave
         }
         finally

@@ -15,9 +15,15 @@ public sealed class RunControl(int phase, long quota)
     /// long.MaxValue for a timed run.</summary>
     public long Quota = quota;
     /// <summary>1 once a worker has failed (an exception left its thread): the other workers
-    /// return from the protocol, leaving whatever batch they are in unfinished. Whoever sets it
-    /// sets <see cref="Phase"/> to Stop as well.</summary>
+    /// return from the protocol, leaving whatever batch they are in unfinished. Set by <see cref="Fail"/>.</summary>
     public int Failed;
+
+    /// <summary>A worker has failed: the run stops, and, failed, does not wait for its batches to end.</summary>
+    public void Fail()
+    {
+        Volatile.Write(ref Failed, 1);
+        Volatile.Write(ref Phase, WorkerPool.Stop);
+    }
 
     /// <summary>A control for a run outside the pool (a test): measuring from the start,
     /// <paramref name="transactions"/> transactions in all.</summary>

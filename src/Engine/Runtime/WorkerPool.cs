@@ -66,8 +66,7 @@ public static class WorkerPool
                     Interlocked.CompareExchange(ref failure, e, null);
                     // Failed, not only Stop: a batch protocol finishes its batches after a stop,
                     // and one whose worker died mid-batch would wait for it for ever.
-                    Volatile.Write(ref control.Failed, 1);
-                    Volatile.Write(ref control.Phase, Stop);
+                    control.Fail();
                 }
             }) { IsBackground = true, Name = $"contend-worker-{worker}" };
             threads[w].Start();
