@@ -90,6 +90,7 @@ int Test()
     int build = Build();
     if (build != 0) return build;
     var suites = new List<(string Name, int Passed, int Failed, int Code)>();
+    var failures = new List<string>();
     void Suite(string name, (int Code, string Output) run, Regex counts, bool failedFirst)
     {
         var m = counts.Matches(run.Output).LastOrDefault();
@@ -97,6 +98,7 @@ int Test()
         var (passed, failed) = failedFirst ? (b, a) : (a, b);
         if (m is null || (run.Code != 0 && failed == 0)) failed++; // a suite that crashed or printed no count fails
         suites.Add((name, passed, failed, run.Code));
+        if (failed > 0) failures.AddRange(FailureLines(name, run.Output, m is null));
     }
     var closingLine = new Regex(@"^(\d+) passed, (\d+) failed", RegexOptions.Multiline);
     Suite("unit and stress (xunit)", Run("dotnet", ["test", "tests/Contend.Tests", "-c", "Release", "--no-build", "--nologo"]),
@@ -112,8 +114,33 @@ int Test()
     Console.WriteLine($"{"suite",-28} {"passed",7} {"failed",7}");
     foreach (var s in suites) Console.WriteLine($"{s.Name,-28} {s.Passed,7} {s.Failed,7}");
     int passedAll = suites.Sum(s => s.Passed), failedAll = suites.Sum(s => s.Failed);
+    // Repeated under the table, so the end of a long CI log says which test failed and why.
+    if (failures.Count > 0) Console.WriteLine("\nfailed:\n" + string.Join("\n", failures));
     Console.WriteLine($"{passedAll} passed, {failedAll} failed");
     return failedAll == 0 && suites.All(s => s.Code == 0) ? 0 : 1;
+}
+
+// The lines of a failed suite's output that name what failed: xunit's "Failed <test>" with the
+// message after it, the runners' "FAIL" lines; the output's tail when there are none (a crash).
+static IEnumerable<string> FailureLines(string suite, string output, bool printedNoCount)
+{
+    var lines = output.Split('\n').Select(l => l.TrimEnd('\r')).ToArray();
+    var named = new List<string>();
+    for (int i = 0; i < lines.Length; i++)
+    {
+        if (lines[i].StartsWith("FAIL ")) named.Add($"  {suite}: {lines[i]}");
+        else if (Regex.IsMatch(lines[i], @"^\s+Failed \S.* \[\d"))
+        {
+            named.Add($"  {suite}: {lines[i].Trim()}");
+            // the message: the lines after "Error Message:", up to the stack trace
+            int message = Array.FindIndex(lines, i + 1, l => l.Trim() == "Error Message:");
+            for (int j = message + 1; message > i && message < i + 3 && j < lines.Length && j < message + 6 && lines[j].Trim() != "Stack Trace:"; j++)
+                named.Add($"      {lines[j].Trim()}");
+        }
+    }
+    if (named.Count == 0 || printedNoCount)
+        named.AddRange(lines.Where(l => l.Length > 0).TakeLast(8).Select(l => $"  {suite} (last lines): {l}"));
+    return named;
 }
 
 static int RanTests(string output)

@@ -160,11 +160,24 @@ public class BatchEngineTests
         using var __ = db;
         var faulty = Faulty(db);
         var engine = new BatchEngine(db, "Strife", workers: 2, new StrifeOptions(BatchSize: 50));
+        // Every transaction is submitted before the faulty one can run: once it has, the engine
+        // refuses submissions, and a fast worker could get there while this thread still submits.
+        using var entered = new ManualResetEventSlim();
+        using var open = new ManualResetEventSlim();
+        var gate = new ProgramBuilder("gate", db, 1).Read("wait", "account", KeySource.FromArg(0), (_, _, _) =>
+        {
+            entered.Set();
+            return open.Wait(Patience) ? 0 : throw new TimeoutException("the gate was never opened");
+        }).Build();
+        var gated = engine.SubmitAsync(gate, [0]);
+        Assert.True(entered.Wait(Patience), "the gate's transaction never ran");
         var tasks = new List<Task<TxnResult>>();
         for (int i = 0; i < 3_000; i++)
         {
             tasks.Add(i == 1_000 ? engine.SubmitAsync(faulty, [2]) : engine.SubmitAsync(transfer, [i % Accounts, (i + 1) % Accounts, 1]));
         }
+        open.Set();
+        Assert.True((await gated.WaitAsync(Patience)).Committed);
         await Task.WhenAny(Task.WhenAll(tasks), Task.Delay(Patience));
         Assert.All(tasks, t => Assert.True(t.IsCompleted, $"a task was left {t.Status} by the failure"));
         var boom = Assert.IsType<InvalidOperationException>(tasks[1_000].Exception!.InnerException);
