@@ -116,6 +116,14 @@ public enum Mutants
     /// transaction that writes without them does not reserve its inserts' rows first, so a
     /// table found full at commit leaves its writes behind (StrifeClusterTests).</summary>
     StrifeImagelessNoReserve = 16384,
+    /// <summary>The engine's alone: a <see cref="Runtime.BatchEngine"/> worker that found no work
+    /// reads the wake-up count only then, just before it sleeps, so a submission made between
+    /// its look and that read wakes no one (the lost wake-up the event count exists to prevent).</summary>
+    BatchEngineLostWakeup = 32768,
+    /// <summary>The engine's alone: <see cref="Runtime.BatchEngine.Dispose"/> stops taking
+    /// submissions without waiting for those under way, so one that got past the check is
+    /// queued after the workers have looked for the last time, and never runs.</summary>
+    BatchEngineCloseWithoutWait = 65536,
 }
 
 /// <summary>Chooses protocols by name at run time.</summary>

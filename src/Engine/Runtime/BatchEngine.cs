@@ -36,7 +36,6 @@ public sealed class BatchEngine : IDisposable
     /// <summary>Its Quota is the count of submitted transactions no batch has taken yet.</summary>
     readonly RunControl _control = new(WorkerPool.Measure, 0);
     readonly EmbeddedWorkers _workers;
-    readonly Thread[] _threads;
     /// <summary>An event count: a waker bumps <see cref="_wakeups"/>, and a sleeper sleeps only while
     /// it still holds the count it read before it last looked for work. (A shared reset event
     /// would not do: one worker's Reset can swallow the Set another worker was woken by.)</summary>
@@ -49,6 +48,8 @@ public sealed class BatchEngine : IDisposable
     int _closing, _stopping;
     int _live, _disposed;
     Exception? _failure;
+    /// <summary>Twins (<see cref="Mutants.BatchEngineLostWakeup"/>, <see cref="Mutants.BatchEngineCloseWithoutWait"/>).</summary>
+    readonly bool _lostWakeup, _closeWithoutWait;
 
     /// <param name="protocol">a batch protocol's name (<see cref="ProtocolRegistry.IsBatch"/>)</param>
     /// <param name="workers">the engine's worker threads, 1..255</param>
@@ -70,15 +71,15 @@ public sealed class BatchEngine : IDisposable
         EmbeddedWorkers.CheckProtocol(protocol, batch: true);
         _protocol = (IBatchProtocol)ProtocolRegistry.Create(protocol, new ProtocolSetup(db, workers, mutants, options));
         _workers = new EmbeddedWorkers(_protocol, workers, recordHistory, name);
+        _lostWakeup = mutants.HasFlag(Mutants.BatchEngineLostWakeup);
+        _closeWithoutWait = mutants.HasFlag(Mutants.BatchEngineCloseWithoutWait);
         var source = new Submissions(_queue);
         _live = workers;
-        _threads = new Thread[workers];
         for (int w = 0; w < workers; w++)
         {
             var worker = new BatchWorker(new TxnContext(w, _workers.Recorder), source, _workers.Stats[w], Rng.Seed(0xBA7C, w), _control) { OnEnded = Answer };
             int core = w;
-            _threads[w] = new Thread(() => Serve(worker, pin ? core : -1)) { IsBackground = true, Name = $"contend-batch-{w}" };
-            _threads[w].Start();
+            new Thread(() => Serve(worker, pin ? core : -1)) { IsBackground = true, Name = $"contend-batch-{w}" }.Start();
         }
     }
 
@@ -137,7 +138,10 @@ public sealed class BatchEngine : IDisposable
         Close();
         Volatile.Write(ref _stopping, 1);
         Wake();
-        foreach (var t in _threads) t.Join();
+        // Waits on the gate rather than joining the threads: a Join is a wait Coyote does not
+        // control, a Monitor wait is one it schedules.
+        lock (_gate)
+            while (Volatile.Read(ref _live) > 0) Monitor.Wait(_gate);
         _workers.Dispose();
     }
 
@@ -164,6 +168,7 @@ public sealed class BatchEngine : IDisposable
     void Close()
     {
         Interlocked.Exchange(ref _closing, 1);
+        if (_closeWithoutWait) return;
         var wait = new SpinWait();
         while (Volatile.Read(ref _submitting) != 0) wait.SpinOnce();
     }
@@ -188,6 +193,7 @@ public sealed class BatchEngine : IDisposable
                 bool stopping = Volatile.Read(ref _stopping) != 0;
                 if (Volatile.Read(ref _control.Quota) > 0) continue;
                 if (stopping) break;
+                if (_lostWakeup) seen = Volatile.Read(ref _wakeups);
                 Sleep(seen);
             }
         }
@@ -199,7 +205,11 @@ public sealed class BatchEngine : IDisposable
         }
         finally
         {
-            if (Interlocked.Decrement(ref _live) == 0 && Volatile.Read(ref _failure) is { } failure) FailTheRest(failure);
+            if (Interlocked.Decrement(ref _live) == 0)
+            {
+                if (Volatile.Read(ref _failure) is { } failure) FailTheRest(failure);
+                lock (_gate) Monitor.PulseAll(_gate); // Dispose waits for the last worker out
+            }
         }
     }
 

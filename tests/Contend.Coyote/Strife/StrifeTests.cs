@@ -178,7 +178,7 @@ public static class StrifeTests
         }
     }
 
-    static TxnProgram Build(Database db, string name, TxnSpec spec)
+    internal static TxnProgram Build(Database db, string name, TxnSpec spec)
     {
         int abortArg = spec.Ops.Length;
         var b = new ProgramBuilder(name, db, spec.Ops.Length + 1);
