@@ -27,7 +27,7 @@ public class BatchEngineTests
     {
         var (db, transfer, audit) = Bank();
         using var _ = db;
-        using var engine = new BatchEngine(db, "Strife", workers: 2, new StrifeOptions(BatchSize: 100, Alpha: 1), recordHistory: true, "bank", pin: false, mutants);
+        using var engine = new BatchEngine(db, "Strife", workers: 2, new StrifeOptions(BatchSize: 100, Alpha: 1), recordHistory: true, "bank", pin: false, maxPending: null, mutants);
         long committed = 0, refused = 0;
         Exception? failure = null;
         var threads = Enumerable.Range(0, Submitters).Select(t => new Thread(() =>
@@ -143,9 +143,87 @@ public class BatchEngineTests
         Assert.Contains("unknown protocol 'Nope'", Assert.Throws<ArgumentException>(() => new BatchEngine(db, "Nope", 2)).Message);
         Assert.Contains("workers 0", Assert.Throws<ArgumentOutOfRangeException>(() => new BatchEngine(db, "Strife", 0)).Message);
         Assert.Contains("alpha", Assert.Throws<ArgumentOutOfRangeException>(() => new BatchEngine(db, "Strife", 2, new StrifeOptions(Alpha: 2))).Message);
+        Assert.Contains("maxPending 0", Assert.Throws<ArgumentOutOfRangeException>(() => new BatchEngine(db, "Strife", 2, maxPending: 0)).Message);
         using var engine = new BatchEngine(db, "Strife", 1);
         Assert.Contains("takes 3 arguments, given 2", Assert.Throws<ArgumentException>(() => SubmitOnly(engine, transfer, [0, 1])).Message);
         Assert.Contains("keeps no history", Assert.Throws<InvalidOperationException>(() => engine.History()).Message);
+    }
+
+    /// <summary>A transaction that holds the worker running it until <paramref name="open"/> is set,
+    /// having set <paramref name="entered"/>.</summary>
+    static TxnProgram Gate(Database db, ManualResetEventSlim entered, ManualResetEventSlim open) =>
+        new ProgramBuilder("gate", db, 1).Read("wait", "account", KeySource.FromArg(0), (_, _, _) =>
+        {
+            entered.Set();
+            return open.Wait(Patience) ? 0 : throw new TimeoutException("the gate was never opened");
+        }).Build();
+
+    /// <summary>A full backlog makes a submission wait for room without blocking its caller; its
+    /// token cancels the wait; and the waiter gets in once a batch draws from the backlog. One
+    /// worker, held by a gate, so that nothing is drawn until the test says.</summary>
+    [Fact]
+    public async Task AFullBacklogMakesASubmissionWaitAndItsTokenCancelsTheWait()
+    {
+        var (db, transfer, _) = Bank();
+        using var __ = db;
+        using var engine = new BatchEngine(db, "Strife", workers: 1, maxPending: 3);
+        using var entered = new ManualResetEventSlim();
+        using var open = new ManualResetEventSlim();
+        var gated = engine.SubmitAsync(Gate(db, entered, open), [0]);
+        Assert.True(entered.Wait(Patience), "the gate's transaction never ran");
+
+        var queued = Enumerable.Range(0, 3).Select(_ => engine.SubmitAsync(transfer, [0, 1, 1])).ToList();
+        Assert.Equal(3, engine.Pending);
+        var waiting = engine.SubmitAsync(transfer, [1, 0, 2]);
+        using var cancel = new CancellationTokenSource();
+        var cancelled = engine.SubmitAsync(transfer, [1, 0, 4], cancel.Token);
+        await Task.Delay(50); // a waiter that got in anyway would show by now
+        Assert.False(waiting.IsCompleted || cancelled.IsCompleted, "a submission beyond the bound did not wait");
+        Assert.Equal(3, engine.Pending);
+        cancel.Cancel();
+        await Assert.ThrowsAnyAsync<OperationCanceledException>(() => cancelled.WaitAsync(Patience));
+        Assert.True(cancelled.IsCanceled);
+
+        open.Set();
+        Assert.All(await Task.WhenAll(queued.Append(gated).Append(waiting)).WaitAsync(Patience), r => Assert.True(r.Committed));
+        var waited = await waiting;
+        Assert.Equal([Opening + 3 - 2, Opening - 3 + 2], waited.Results); // account 1, then 0; the cancelled one never ran
+    }
+
+    /// <summary>Dispose refuses what still waits for room (it was never accepted) and runs what was
+    /// queued; an engine that fails refuses its waiters with the failure.</summary>
+    [Fact]
+    public async Task WaitersForRoomAreRefusedWhenTheEngineCloses()
+    {
+        var (db, transfer, _) = Bank();
+        using var __ = db;
+        var engine = new BatchEngine(db, "Strife", workers: 1, maxPending: 1);
+        using var entered = new ManualResetEventSlim();
+        using var open = new ManualResetEventSlim();
+        var gated = engine.SubmitAsync(Gate(db, entered, open), [0]);
+        Assert.True(entered.Wait(Patience), "the gate's transaction never ran");
+        var queued = engine.SubmitAsync(transfer, [0, 1, 1]);
+        var waiting = engine.SubmitAsync(transfer, [0, 1, 1]);
+        var disposed = Task.Run(engine.Dispose);
+        await Assert.ThrowsAsync<ObjectDisposedException>(() => waiting.WaitAsync(Patience));
+        open.Set();
+        await disposed.WaitAsync(Patience);
+        Assert.True((await gated).Committed && (await queued).Committed);
+
+        var (db2, transfer2, _) = Bank();
+        using var ___ = db2;
+        var failing = new BatchEngine(db2, "Strife", workers: 1, maxPending: 1);
+        using var entered2 = new ManualResetEventSlim();
+        using var open2 = new ManualResetEventSlim();
+        _ = failing.SubmitAsync(Gate(db2, entered2, open2), [0]);
+        Assert.True(entered2.Wait(Patience), "the gate's transaction never ran");
+        var faulty = failing.SubmitAsync(Faulty(db2), [2]);
+        var waiter = failing.SubmitAsync(transfer2, [0, 1, 1]);
+        open2.Set();
+        var refused = await Assert.ThrowsAsync<InvalidOperationException>(() => waiter.WaitAsync(Patience));
+        Assert.Contains("boom", refused.Message);
+        await Assert.ThrowsAsync<InvalidOperationException>(() => faulty.WaitAsync(Patience));
+        await Task.Run(failing.Dispose).WaitAsync(Patience);
     }
 
     /// <summary>One op whose body throws.</summary>
@@ -164,12 +242,7 @@ public class BatchEngineTests
         // refuses submissions, and a fast worker could get there while this thread still submits.
         using var entered = new ManualResetEventSlim();
         using var open = new ManualResetEventSlim();
-        var gate = new ProgramBuilder("gate", db, 1).Read("wait", "account", KeySource.FromArg(0), (_, _, _) =>
-        {
-            entered.Set();
-            return open.Wait(Patience) ? 0 : throw new TimeoutException("the gate was never opened");
-        }).Build();
-        var gated = engine.SubmitAsync(gate, [0]);
+        var gated = engine.SubmitAsync(Gate(db, entered, open), [0]);
         Assert.True(entered.Wait(Patience), "the gate's transaction never ran");
         var tasks = new List<Task<TxnResult>>();
         for (int i = 0; i < 3_000; i++)

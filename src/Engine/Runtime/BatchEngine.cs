@@ -22,7 +22,9 @@ public sealed record TxnResult(TxnOutcome Outcome, long[] Results)
 /// <remarks>
 /// A transaction's place in the serial order is its batch's analysis's, not the order of
 /// submission: two requests in flight at once may be serialized either way, as on any
-/// engine. A submitted transaction always runs; there is no cancelling it. Idle workers sleep
+/// engine. An accepted transaction always runs; there is no cancelling it. With a bound on the
+/// backlog (maxPending), a submission beyond it waits for room without blocking its caller, and
+/// may be cancelled while it waits; Dispose refuses those still waiting. Idle workers sleep
 /// until a submission arrives. A body or key function that throws is a bug in the program:
 /// the engine fails, every transaction not yet ended (queued, or in a batch) fails with it,
 /// and the engine takes no more. Rows a throwing transaction wrote in place without images
@@ -48,6 +50,11 @@ public sealed class BatchEngine : IDisposable
     int _closing, _stopping;
     int _live, _disposed;
     Exception? _failure;
+    /// <summary>Room in the backlog: a slot per transaction submitted that no batch has drawn yet;
+    /// null when the backlog is unbounded.</summary>
+    readonly SemaphoreSlim? _room;
+    /// <summary>Cancelled when the engine closes, to refuse the submissions waiting for room.</summary>
+    readonly CancellationTokenSource _closed = new();
     /// <summary>Twins (<see cref="Mutants.BatchEngineLostWakeup"/>, <see cref="Mutants.BatchEngineCloseWithoutWait"/>).</summary>
     readonly bool _lostWakeup, _closeWithoutWait;
 
@@ -57,23 +64,27 @@ public sealed class BatchEngine : IDisposable
     /// <param name="recordHistory">record every commit's reads and writes, for <see cref="History"/></param>
     /// <param name="name">what the meter's series are tagged with as their workload</param>
     /// <param name="pin">pin worker w to core w mod the cores (a machine given over to the engine)</param>
+    /// <param name="maxPending">the most transactions submitted and not yet drawn into a batch; a
+    /// submission beyond it waits for room. Null: no bound.</param>
     public BatchEngine(Database db, string protocol, int workers, Protocols.Strife.StrifeOptions? options = null,
-                       bool recordHistory = false, string name = "embedded", bool pin = false)
-        : this(db, protocol, workers, options, recordHistory, name, pin, Mutants.None)
+                       bool recordHistory = false, string name = "embedded", bool pin = false, int? maxPending = null)
+        : this(db, protocol, workers, options, recordHistory, name, pin, maxPending, Mutants.None)
     {
     }
 
     /// <param name="mutants">a broken protocol step, for the tests that must catch it</param>
     internal BatchEngine(Database db, string protocol, int workers, Protocols.Strife.StrifeOptions? options,
-                         bool recordHistory, string name, bool pin, Mutants mutants)
+                         bool recordHistory, string name, bool pin, int? maxPending, Mutants mutants)
     {
         if (workers is < 1 or > 255) throw new ArgumentOutOfRangeException(nameof(workers), $"workers {workers}: must be 1..255");
+        if (maxPending is < 1) throw new ArgumentOutOfRangeException(nameof(maxPending), $"maxPending {maxPending}: must be at least 1, or null for no bound");
         EmbeddedWorkers.CheckProtocol(protocol, batch: true);
         _protocol = (IBatchProtocol)ProtocolRegistry.Create(protocol, new ProtocolSetup(db, workers, mutants, options));
         _workers = new EmbeddedWorkers(_protocol, workers, recordHistory, name);
         _lostWakeup = mutants.HasFlag(Mutants.BatchEngineLostWakeup);
         _closeWithoutWait = mutants.HasFlag(Mutants.BatchEngineCloseWithoutWait);
-        var source = new Submissions(_queue);
+        if (maxPending is int bound) _room = new SemaphoreSlim(bound, bound);
+        var source = new Submissions(_queue, _room);
         _live = workers;
         for (int w = 0; w < workers; w++)
         {
@@ -100,20 +111,61 @@ public sealed class BatchEngine : IDisposable
     /// Queues <paramref name="program"/> with <paramref name="args"/> (copied) for the next batch;
     /// the task ends with its commit or its logic's abort, conflict aborts having been retried
     /// inside the engine. Throws at once on bad arguments, after <see cref="Dispose"/>, or once the
-    /// engine has failed. The task's continuations run on the thread pool, never on a worker.
+    /// engine has failed. With the backlog full it returns at once too, and the task waits for
+    /// room: <paramref name="cancel"/> cancels that wait (the task ends cancelled), and an engine
+    /// that closes meanwhile fails the task as it would have thrown. Once queued, the transaction
+    /// runs whatever the token does. The task's continuations run on the thread pool, never on a worker.
     /// </summary>
-    public Task<TxnResult> SubmitAsync(TxnProgram program, ReadOnlySpan<long> args)
+    public Task<TxnResult> SubmitAsync(TxnProgram program, ReadOnlySpan<long> args, CancellationToken cancel = default)
     {
         ArgumentNullException.ThrowIfNull(program);
         if (args.Length != program.ArgCount)
             throw new ArgumentException($"program {program.Name}: takes {program.ArgCount} arguments, given {args.Length}", nameof(args));
         var request = new Request(program, args.ToArray());
+        if (_room is not null && !_room.Wait(0))
+        {
+            if (Volatile.Read(ref _closing) != 0) throw Refusal();
+            return cancel.IsCancellationRequested ? Task.FromCanceled<TxnResult>(cancel) : SubmitWhenRoomAsync(request, cancel);
+        }
+        Enqueue(request);
+        return request.Task;
+    }
+
+    /// <summary>Submissions that found the backlog full and waited for room (for the tests).</summary>
+    internal long Waited => Volatile.Read(ref _waited);
+    long _waited;
+
+    async Task<TxnResult> SubmitWhenRoomAsync(Request request, CancellationToken cancel)
+    {
+        Interlocked.Increment(ref _waited);
+        using (var either = CancellationTokenSource.CreateLinkedTokenSource(cancel, _closed.Token))
+        {
+            try
+            {
+                await _room!.WaitAsync(either.Token).ConfigureAwait(false);
+            }
+            catch (OperationCanceledException) when (!cancel.IsCancellationRequested)
+            {
+                throw Refusal(); // the engine closed
+            }
+        }
+        Enqueue(request);
+        return await request.Task.ConfigureAwait(false);
+    }
+
+    /// <summary>Queues a request that holds a slot of the backlog (when it is bounded), or refuses it.</summary>
+    void Enqueue(Request request)
+    {
         Interlocked.Increment(ref _submitting);
         try
         {
             // Read after the increment, as Close writes before it reads the count: either Close
             // waits for this call, or this call sees the engine closed.
-            if (Volatile.Read(ref _closing) != 0) throw Refusal();
+            if (Volatile.Read(ref _closing) != 0)
+            {
+                _room?.Release();
+                throw Refusal();
+            }
             _queue.Enqueue(request);
             Interlocked.Increment(ref _control.Quota); // after the enqueue: a batch that takes it finds it queued
         }
@@ -122,7 +174,6 @@ public sealed class BatchEngine : IDisposable
             Interlocked.Decrement(ref _submitting);
         }
         Wake();
-        return request.Task;
     }
 
     Exception Refusal() => Volatile.Read(ref _failure) is { } failure
@@ -164,10 +215,12 @@ public sealed class BatchEngine : IDisposable
         }
     }
 
-    /// <summary>From here on every submission is refused, and every one accepted is in the quota.</summary>
+    /// <summary>From here on every submission is refused, those waiting for room too, and every one
+    /// accepted is in the quota.</summary>
     void Close()
     {
         Interlocked.Exchange(ref _closing, 1);
+        _closed.Cancel();
         if (_closeWithoutWait) return;
         var wait = new SpinWait();
         while (Volatile.Read(ref _submitting) != 0) wait.SpinOnce();
@@ -239,12 +292,13 @@ public sealed class BatchEngine : IDisposable
 
     /// <summary>Every worker's source: the queue of submissions, which a batch draws from only
     /// after taking as many from the quota, so a draw always finds one.</summary>
-    sealed class Submissions(ConcurrentQueue<Request> queue) : ITransactionSource
+    sealed class Submissions(ConcurrentQueue<Request> queue, SemaphoreSlim? room) : ITransactionSource
     {
         public TxnProgram Next(TxnContext ctx)
         {
             if (!queue.TryDequeue(out var request))
                 throw new InvalidOperationException("a batch drew more transactions than were submitted (the quota and the queue disagree)");
+            room?.Release(); // drawn: no longer in the backlog
             request.Args.CopyTo(ctx.Args, 0);
             ctx.Tag = request;
             return request.Program;

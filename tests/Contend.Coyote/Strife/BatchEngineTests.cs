@@ -13,11 +13,12 @@ namespace Contend.Coyote.Strife;
 /// <summary>
 /// Strife as a service embeds it: <see cref="BatchEngine"/>'s own concurrency, around the
 /// protocol that <see cref="StrifeTests"/> explores. Two submitters each submit three
-/// increments one at a time, awaiting each, so the workers run dry and sleep between them;
-/// then a last submission races Dispose. On every schedule: every task the engine accepted
-/// ends (none sleeps in the queue, none is dropped by Dispose), each answer carries its own
-/// transaction's results, every row holds its committed increments, and the history is
-/// serializable. The twins break the engine, not Strife: a lost wake-up, and a Dispose that
+/// increments one at a time, awaiting each, so the workers run dry and sleep between them
+/// (with the backlog bounded at 1, the submitters take turns waiting for room); then a last
+/// submission races Dispose. On every schedule: every task the engine accepted ends (none
+/// sleeps in the queue, none is dropped by Dispose), the backlog stays within its bound, each
+/// answer carries its own transaction's results, every row holds its committed increments,
+/// and the history is serializable. The twins break the engine, not Strife: a lost wake-up, and a Dispose that
 /// does not wait for a submission under way.
 /// </summary>
 public static class BatchEngineTests
@@ -34,13 +35,20 @@ public static class BatchEngineTests
     [
         new("StrifeEngine", () => Run(Mutants.None, workers: 2), MaxSteps: Steps),
         new("StrifeEngineOneWorker", () => Run(Mutants.None, workers: 1), MaxSteps: Steps),
+        new("StrifeEngineBounded", () => Run(Mutants.None, workers: 2, maxPending: 1), MaxSteps: Steps),
+        // Non-vacuity: whether a submitter finds the backlog full depends on the schedule, so the
+        // test asserts it never does, and Coyote must break that.
+        new("StrifeEngineBoundedWaitReachable", () => Run(Mutants.None, workers: 2, maxPending: 1, assertNeverWaited: true),
+            CaughtBy: "BoundedWaitReachable", MaxSteps: Steps),
         new("StrifeEnginePrioritized", () => Run(Mutants.None, workers: 2), MaxSteps: Steps, Prioritized: true),
         // Every worker asleep while a submitter awaits a transaction left in the queue: a deadlock.
         new("StrifeEngineTwinLostWakeup", () => Run(Mutants.BatchEngineLostWakeup, workers: 2), CaughtBy: "Deadlock", MaxSteps: Steps, Prioritized: true),
         new("StrifeEngineTwinCloseWithoutWait", () => Run(Mutants.BatchEngineCloseWithoutWait, workers: 2), CaughtBy: Dropped, MaxSteps: Steps, Prioritized: true),
     ];
 
-    static async Task Run(Mutants mutants, int workers)
+    /// <param name="maxPending">the engine's bound on its backlog: at 1, the two submitters take
+    /// turns, one waiting for room while the other's transaction is queued</param>
+    static async Task Run(Mutants mutants, int workers, int? maxPending = null, bool assertNeverWaited = false)
     {
         using var db = new Database();
         var table = db.Create("rec", sizeof(long), 2);
@@ -51,20 +59,25 @@ public static class BatchEngineTests
         long[] Args(TxnSpec s) => [.. s.Ops.Select(o => (long)o.Row), 0];
 
         var engine = new BatchEngine(db, "Strife", workers, new StrifeOptions(BatchSize: 2, Alpha: 1, SpotRounds: 4, NoWaitRetries: 1, Seed: 3),
-                                     recordHistory: true, "coyote", pin: false, mutants);
+                                     recordHistory: true, "coyote", pin: false, maxPending, mutants);
         var answered = new List<(TxnSpec Spec, TxnResult Result)>();
         var submitters = Enumerable.Range(0, 2).Select(s => Task.Run(async () =>
         {
             for (int i = 0; i < 3; i++)
             {
                 var spec = specs[(s + i) % specs.Length];
-                var result = await engine.SubmitAsync(programs[(s + i) % specs.Length], Args(spec));
+                var submitted = engine.SubmitAsync(programs[(s + i) % specs.Length], Args(spec));
+                Specification.Assert(engine.Pending <= (maxPending ?? int.MaxValue), $"{engine.Pending} pending, over the bound {maxPending}");
+                var result = await submitted;
                 lock (answered) answered.Add((spec, result));
             }
         })).ToArray();
         await Task.WhenAll(submitters);
+        if (assertNeverWaited)
+            Specification.Assert(engine.Waited == 0, "BoundedWaitReachable: a submission found the backlog full and waited for room");
 
-        // The last submission is either refused at once or accepted and run before Dispose returns.
+        // The last submission is refused (at once, or while it waits for room) or accepted and
+        // run before Dispose returns.
         Task<TxnResult>? last = null;
         var racer = Task.Run(() =>
         {
@@ -81,7 +94,8 @@ public static class BatchEngineTests
         if (last is not null)
         {
             Specification.Assert(last.IsCompleted, $"{Dropped}: a submission accepted before Dispose was still {last.Status} after it");
-            answered.Add((specs[2], last.Result));
+            if (last.IsCompletedSuccessfully) answered.Add((specs[2], last.Result));
+            else Specification.Assert(last.Exception?.InnerException is ObjectDisposedException, $"the last submission ended {last.Status}: {last.Exception?.InnerException?.Message}");
         }
 
         // Every increment of a row saw a different count: an answer carrying another
