@@ -55,6 +55,7 @@ public sealed class BatchEngine : IDisposable
     readonly SemaphoreSlim? _room;
     /// <summary>Cancelled when the engine closes, to refuse the submissions waiting for room.</summary>
     readonly CancellationTokenSource _closed = new();
+    long _waited;
     /// <summary>Twins (<see cref="Mutants.BatchEngineLostWakeup"/>, <see cref="Mutants.BatchEngineCloseWithoutWait"/>).</summary>
     readonly bool _lostWakeup, _closeWithoutWait;
 
@@ -133,7 +134,6 @@ public sealed class BatchEngine : IDisposable
 
     /// <summary>Submissions that found the backlog full and waited for room (for the tests).</summary>
     internal long Waited => Volatile.Read(ref _waited);
-    long _waited;
 
     async Task<TxnResult> SubmitWhenRoomAsync(Request request, CancellationToken cancel)
     {
