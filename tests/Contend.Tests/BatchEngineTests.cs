@@ -149,14 +149,39 @@ public class BatchEngineTests
         Assert.Contains("keeps no history", Assert.Throws<InvalidOperationException>(() => engine.History()).Message);
     }
 
-    /// <summary>A transaction that holds the worker running it until <paramref name="open"/> is set,
-    /// having set <paramref name="entered"/>.</summary>
-    static TxnProgram Gate(Database db, ManualResetEventSlim entered, ManualResetEventSlim open) =>
-        new ProgramBuilder("gate", db, 1).Read("wait", "account", KeySource.FromArg(0), (_, _, _) =>
+    /// <summary>A transaction submitted first that holds the worker running it until
+    /// <see cref="Open"/>: nothing else is drawn meanwhile by a one-worker engine, nor past the
+    /// next batch by a two-worker one.</summary>
+    sealed class HeldWorker : IDisposable
+    {
+        readonly ManualResetEventSlim _entered = new(), _open = new();
+
+        /// <summary>The holding transaction's own task.</summary>
+        public readonly Task<TxnResult> Gate;
+
+        /// <summary>Submits the holding transaction and returns once a worker runs it.</summary>
+        public HeldWorker(BatchEngine engine, Database db)
         {
-            entered.Set();
-            return open.Wait(Patience) ? 0 : throw new TimeoutException("the gate was never opened");
-        }).Build();
+            var gate = new ProgramBuilder("gate", db, 1).Read("wait", "account", KeySource.FromArg(0), (_, _, _) =>
+            {
+                _entered.Set();
+                return _open.Wait(Patience) ? 0 : throw new TimeoutException("the gate was never opened");
+            }).Build();
+            Gate = engine.SubmitAsync(gate, [0]);
+            Assert.True(_entered.Wait(Patience), "the gate's transaction never ran");
+        }
+
+        public void Open() => _open.Set();
+
+        /// <summary>Opens the gate, and lets its transaction end before the events go.</summary>
+        public void Dispose()
+        {
+            _open.Set();
+            Gate.ContinueWith(_ => { }, TaskScheduler.Default).Wait(Patience);
+            _entered.Dispose();
+            _open.Dispose();
+        }
+    }
 
     /// <summary>A full backlog makes a submission wait for room without blocking its caller; its
     /// token cancels the wait; and the waiter gets in once a batch draws from the backlog. One
@@ -167,10 +192,7 @@ public class BatchEngineTests
         var (db, transfer, _) = Bank();
         using var __ = db;
         using var engine = new BatchEngine(db, "Strife", workers: 1, maxPending: 3);
-        using var entered = new ManualResetEventSlim();
-        using var open = new ManualResetEventSlim();
-        var gated = engine.SubmitAsync(Gate(db, entered, open), [0]);
-        Assert.True(entered.Wait(Patience), "the gate's transaction never ran");
+        using var held = new HeldWorker(engine, db);
 
         var queued = Enumerable.Range(0, 3).Select(_ => engine.SubmitAsync(transfer, [0, 1, 1])).ToList();
         Assert.Equal(3, engine.Pending);
@@ -184,8 +206,8 @@ public class BatchEngineTests
         await Assert.ThrowsAnyAsync<OperationCanceledException>(() => cancelled.WaitAsync(Patience));
         Assert.True(cancelled.IsCanceled);
 
-        open.Set();
-        Assert.All(await Task.WhenAll(queued.Append(gated).Append(waiting)).WaitAsync(Patience), r => Assert.True(r.Committed));
+        held.Open();
+        Assert.All(await Task.WhenAll(queued.Append(held.Gate).Append(waiting)).WaitAsync(Patience), r => Assert.True(r.Committed));
         var waited = await waiting;
         Assert.Equal([Opening + 3 - 2, Opening - 3 + 2], waited.Results); // account 1, then 0; the cancelled one never ran
     }
@@ -198,28 +220,22 @@ public class BatchEngineTests
         var (db, transfer, _) = Bank();
         using var __ = db;
         var engine = new BatchEngine(db, "Strife", workers: 1, maxPending: 1);
-        using var entered = new ManualResetEventSlim();
-        using var open = new ManualResetEventSlim();
-        var gated = engine.SubmitAsync(Gate(db, entered, open), [0]);
-        Assert.True(entered.Wait(Patience), "the gate's transaction never ran");
+        using var held = new HeldWorker(engine, db);
         var queued = engine.SubmitAsync(transfer, [0, 1, 1]);
         var waiting = engine.SubmitAsync(transfer, [0, 1, 1]);
         var disposed = Task.Run(engine.Dispose);
         await Assert.ThrowsAsync<ObjectDisposedException>(() => waiting.WaitAsync(Patience));
-        open.Set();
+        held.Open();
         await disposed.WaitAsync(Patience);
-        Assert.True((await gated).Committed && (await queued).Committed);
+        Assert.True((await held.Gate).Committed && (await queued).Committed);
 
         var (db2, transfer2, _) = Bank();
         using var ___ = db2;
         var failing = new BatchEngine(db2, "Strife", workers: 1, maxPending: 1);
-        using var entered2 = new ManualResetEventSlim();
-        using var open2 = new ManualResetEventSlim();
-        _ = failing.SubmitAsync(Gate(db2, entered2, open2), [0]);
-        Assert.True(entered2.Wait(Patience), "the gate's transaction never ran");
+        using var held2 = new HeldWorker(failing, db2);
         var faulty = failing.SubmitAsync(Faulty(db2), [2]);
         var waiter = failing.SubmitAsync(transfer2, [0, 1, 1]);
-        open2.Set();
+        held2.Open();
         var refused = await Assert.ThrowsAsync<InvalidOperationException>(() => waiter.WaitAsync(Patience));
         Assert.Contains("boom", refused.Message);
         await Assert.ThrowsAsync<InvalidOperationException>(() => faulty.WaitAsync(Patience));
@@ -240,17 +256,14 @@ public class BatchEngineTests
         var engine = new BatchEngine(db, "Strife", workers: 2, new StrifeOptions(BatchSize: 50));
         // Every transaction is submitted before the faulty one can run: once it has, the engine
         // refuses submissions, and a fast worker could get there while this thread still submits.
-        using var entered = new ManualResetEventSlim();
-        using var open = new ManualResetEventSlim();
-        var gated = engine.SubmitAsync(Gate(db, entered, open), [0]);
-        Assert.True(entered.Wait(Patience), "the gate's transaction never ran");
+        using var held = new HeldWorker(engine, db);
         var tasks = new List<Task<TxnResult>>();
         for (int i = 0; i < 3_000; i++)
         {
             tasks.Add(i == 1_000 ? engine.SubmitAsync(faulty, [2]) : engine.SubmitAsync(transfer, [i % Accounts, (i + 1) % Accounts, 1]));
         }
-        open.Set();
-        Assert.True((await gated.WaitAsync(Patience)).Committed);
+        held.Open();
+        Assert.True((await held.Gate.WaitAsync(Patience)).Committed);
         await Task.WhenAny(Task.WhenAll(tasks), Task.Delay(Patience));
         Assert.All(tasks, t => Assert.True(t.IsCompleted, $"a task was left {t.Status} by the failure"));
         var boom = Assert.IsType<InvalidOperationException>(tasks[1_000].Exception!.InnerException);

@@ -65,8 +65,9 @@ public static class BatchEngineTests
         {
             for (int i = 0; i < 3; i++)
             {
-                var spec = specs[(s + i) % specs.Length];
-                var submitted = engine.SubmitAsync(programs[(s + i) % specs.Length], Args(spec));
+                int t = (s + i) % specs.Length;
+                var spec = specs[t];
+                var submitted = engine.SubmitAsync(programs[t], Args(spec));
                 Specification.Assert(engine.Pending <= (maxPending ?? int.MaxValue), $"{engine.Pending} pending, over the bound {maxPending}");
                 var result = await submitted;
                 lock (answered) answered.Add((spec, result));
