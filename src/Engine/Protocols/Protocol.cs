@@ -124,6 +124,10 @@ public enum Mutants
     /// submissions without waiting for those under way, so one that got past the check is
     /// queued after the workers have looked for the last time, and never runs.</summary>
     BatchEngineCloseWithoutWait = 65536,
+    /// <summary>The engine's alone (the specs model no exceptions): StealDB does not catch a
+    /// throwing body where its op runs, so a stolen op's exception escapes into the thief's own
+    /// transaction, and an owner's leaves its attempt's locks held (StealDB before it caught them).</summary>
+    StealFailureEscapes = 131072,
 }
 
 /// <summary>Chooses protocols by name at run time.</summary>

@@ -31,8 +31,8 @@ public readonly record struct TxnOutcome(Outcome Outcome, AbortReason Reason, in
 /// sessions running at once than cores slows them by orders of magnitude (README.md). The meter <see cref="EngineMetrics"/> counts the
 /// sessions' transactions under the workload name the engine is given. A body that throws
 /// reaches <see cref="Session.Execute"/>'s caller after its attempt is undone (locks released,
-/// images restored), under every protocol but StealDB, where an op may run on another
-/// transaction's thread and a body must not throw.
+/// images restored), under every protocol; under StealDB even when another session's thread
+/// ran the op, which goes on with its own transaction.
 /// </remarks>
 public sealed class TransactionEngine : IDisposable
 {

@@ -18,9 +18,13 @@ namespace Contend.Coyote.StealDB;
 /// <item>once all transactions have ended: the history is serializable (the checker), and every
 /// row holds the number of committed transactions that incremented it (aborts left nothing);</item>
 /// <item>every transaction ends (commits, or its logic aborts it) within the steps bound,
-/// retries included.</item>
+/// retries included;</item>
+/// <item>a transaction whose body throws raises the exception on its own worker, not on the
+/// thief that ran the op, and only once its locks are released (FailedTxnUndoneInv); its
+/// writes are undone (the rows' counts).</item>
 /// </list>
-/// Each twin is one of MCStealDB.tla's mutants, put into the engine by a <see cref="Mutants"/> flag.
+/// Each twin is one of MCStealDB.tla's mutants, put into the engine by a <see cref="Mutants"/>
+/// flag, but for StealDBTwinFailureEscapes, the engine's own (the spec has no exceptions).
 /// </summary>
 public static class StealDbTests
 {
@@ -31,8 +35,20 @@ public static class StealDbTests
 
     /// <summary>One op: the row it increments and the ops (by index) it depends on.</summary>
     internal sealed record OpSpec(int Row, params int[] Deps);
-    /// <summary>One transaction: its ops, and whether its last op aborts by the program's logic.</summary>
-    internal sealed record TxnSpec(OpSpec[] Ops, bool UserAbort = false);
+    /// <summary>One transaction: its ops, and whether its last op aborts by the program's logic
+    /// or throws (a bug in its body) after incrementing its row.</summary>
+    internal sealed record TxnSpec(OpSpec[] Ops, bool UserAbort = false, bool Throws = false);
+
+    /// <summary>What a throwing body throws: whose transaction it is, and which worker ran it.</summary>
+    sealed class BodyFault(int txn, int ranOn) : Exception($"t{txn}'s body failed on worker {ranOn}")
+    {
+        public int Txn { get; } = txn;
+        public int RanOn { get; } = ranOn;
+    }
+
+    /// <summary>The worker running on this thread: a test worker's transaction runs synchronously
+    /// on one thread, stolen ops included, so a body learns from it who runs it.</summary>
+    [ThreadStatic] static int t_worker;
 
     const int A = 0, B = 1, C = 2, Hot = 0;
     static int Private(int txn, int k) => 10 + 4 * txn + k;
@@ -44,6 +60,14 @@ public static class StealDbTests
         new([new(Hot), new(Private(0, 1), 0), new(Private(0, 2), 0)]),
         new([new(Hot), new(Private(1, 1), 0), new(Private(1, 2), 0)]),
         new([new(Hot), new(Private(2, 1), 0), new(Private(2, 2), 0)], UserAbort: true),
+    ];
+
+    /// <summary>HotProg with a bug: the first transaction's last op, which waiters steal, throws.</summary>
+    internal static readonly TxnSpec[] ThrowingWorkload =
+    [
+        new([new(Hot), new(Private(0, 1), 0), new(Private(0, 2), 0)], Throws: true),
+        new([new(Hot), new(Private(1, 1), 0), new(Private(1, 2), 0)]),
+        new([new(Hot), new(Private(2, 1), 0), new(Private(2, 2), 0)]),
     ];
 
     /// <summary>OppositeProg: the textbook deadlock, with a private op each to steal.</summary>
@@ -79,6 +103,9 @@ public static class StealDbTests
         new("StealDBTwoHot", () => Run(TwoHotWorkload, StealPolicy.Queue, Mutants.None), MaxSteps: Steps),
         new("StealDBBasicWSHot", () => Run(HotWorkload, StealPolicy.Basic, Mutants.None), MaxSteps: Steps),
         new("StealDBNoStealOpposite", () => Run(OppositeWorkload, StealPolicy.None, Mutants.None), MaxSteps: Steps),
+        new("StealDBThrowingBody", () => Run(ThrowingWorkload, StealPolicy.Queue, Mutants.None), MaxSteps: Steps),
+        new("StealDBThrowingBodyStolenReachable", () => Run(ThrowingWorkload, StealPolicy.Queue, Mutants.None, assertOwnerRanThrow: true),
+            CaughtBy: "ThrowStolenReachable", MaxSteps: Steps),
         new("StealDBTwinReadThenClear", () => Run(TwoHotWorkload, StealPolicy.Queue, Mutants.StealReadThenClear),
             CaughtBy: "StealTokenTakenOnceInv", MaxSteps: Steps),
         new("StealDBTwinClaimTestThenSet", () => Run(HotWorkload, StealPolicy.Queue, Mutants.StealClaimTestThenSet),
@@ -91,14 +118,18 @@ public static class StealDbTests
             CaughtBy: "MutualExclusionInv", MaxSteps: Steps),
         new("StealDBTwinReleaseClearTail", () => Run(HotWorkload, StealPolicy.Queue, Mutants.McsReleaseClearTail),
             CaughtBy: CoyoteSuite.StepsBound, MaxSteps: Steps),
+        new("StealDBTwinFailureEscapes", () => Run(ThrowingWorkload, StealPolicy.Queue, Mutants.StealFailureEscapes),
+            CaughtBy: "FailedTxnUndoneInv", MaxSteps: Steps),
     ];
 
     /// <summary>Runs the workload, one transaction per worker, retrying aborts. With a trace, every
     /// step is recorded into it (<paramref name="rowKeys"/> then maps each row's history key to
     /// the workload's row number); with checks off, nothing is asserted (a twin's trace is
-    /// recorded for trace validation to judge).</summary>
+    /// recorded for trace validation to judge). <paramref name="assertOwnerRanThrow"/> turns the
+    /// check that a thief can run a throwing op into an assertion that none did.</summary>
     internal static async Task Run(TxnSpec[] workload, StealPolicy policy, Mutants mutants,
-                                   StealDbTrace? trace = null, Dictionary<long, int>? rowKeys = null, bool checks = true)
+                                   StealDbTrace? trace = null, Dictionary<long, int>? rowKeys = null, bool checks = true,
+                                   bool assertOwnerRanThrow = false)
     {
         using var db = new Database();
         var table = db.Create("rec", sizeof(long), 32);
@@ -107,31 +138,48 @@ public static class StealDbTests
             int row = table.Load(key);
             rowKeys?.Add(HistoryRecorder.RowKey(table.Id, row), key);
         }
-        var programs = workload.Select((t, i) => Build(db, $"t{i}", t)).ToArray();
+        var programs = workload.Select((t, i) => Build(db, i, t)).ToArray();
 
         int workers = workload.Length;
         var recorder = new HistoryRecorder(workers);
+        var audit = checks ? new StealDbAudit(message => Specification.Assert(false, message)) : null;
         var protocol = new StealDb(new ProtocolSetup(db, workers, mutants),
                                    new StealDbOptions(policy, WaitThreshold: Threshold), "StealDB")
         {
-            Audit = checks ? new StealDbAudit(message => Specification.Assert(false, message)) : null,
+            Audit = audit,
             Trace = trace,
         };
         var outcomes = new Outcome[workers];
         var reasons = new AbortReason[workers];
+        var raised = new bool[workers];
         var timestamps = new long[1];
 
         Task Start(int worker) => Task.Run(() =>
         {
+            t_worker = worker;
             var ctx = new TxnContext(worker, recorder);
             var spec = workload[worker];
             for (int i = 0; i < spec.Ops.Length; i++) ctx.Args[i] = spec.Ops[i].Row;
             ctx.Args[spec.Ops.Length] = spec.UserAbort ? 1 : 0;
+            ctx.Args[spec.Ops.Length + 1] = spec.Throws ? 1 : 0;
             ctx.Start(programs[worker], Interlocked.Increment(ref timestamps[0]));
             ulong rng = Rng.Seed(11, worker);
             for (int retries = 0; ; retries++)
             {
-                outcomes[worker] = protocol.Run(ctx, out reasons[worker]);
+                try
+                {
+                    outcomes[worker] = protocol.Run(ctx, out reasons[worker]);
+                }
+                catch (BodyFault fault)
+                {
+                    raised[worker] = true;
+                    if (!checks) return;
+                    Specification.Assert(fault.Txn == worker, $"FailedTxnUndoneInv: worker {worker} raised the exception of t{fault.Txn}'s body");
+                    audit!.Raised(ctx.TxnId);
+                    if (assertOwnerRanThrow)
+                        Specification.Assert(fault.RanOn == worker, $"ThrowStolenReachable: t{worker}'s throwing op ran on worker {fault.RanOn}");
+                    return;
+                }
                 if (outcomes[worker] != Outcome.Aborted) break;
                 Spin.Backoff(retries, ref rng);
             }
@@ -144,20 +192,23 @@ public static class StealDbTests
         Specification.Assert(report.Serializable,
             $"history not serializable: {report.Anomalies.FirstOrDefault()?.Kind} {report.Anomalies.FirstOrDefault()?.Description}");
         for (int i = 0; i < workers; i++)
-            Specification.Assert(outcomes[i] == (workload[i].UserAbort ? Outcome.UserAborted : Outcome.Committed),
-                $"transaction t{i} ended {outcomes[i]} ({reasons[i]})");
+        {
+            if (workload[i].Throws) Specification.Assert(raised[i], $"transaction t{i}'s body threw, but its worker raised nothing ({outcomes[i]})");
+            else Specification.Assert(!raised[i] && outcomes[i] == (workload[i].UserAbort ? Outcome.UserAborted : Outcome.Committed),
+                $"transaction t{i} ended {(raised[i] ? "with an exception" : outcomes[i])} ({reasons[i]})");
+        }
         for (int key = 0; key < 32; key++)
         {
-            long expected = workload.Where((t, i) => outcomes[i] == Outcome.Committed && t.Ops.Any(o => o.Row == key)).Count();
+            long expected = workload.Where((t, i) => !raised[i] && outcomes[i] == Outcome.Committed && t.Ops.Any(o => o.Row == key)).Count();
             long actual = BinaryPrimitives.ReadInt64LittleEndian(table.Payload(table.Find(key)));
             Specification.Assert(actual == expected, $"row {key} holds {actual}, but {expected} committed transactions incremented it");
         }
     }
 
-    static TxnProgram Build(Database db, string name, TxnSpec spec)
+    static TxnProgram Build(Database db, int txn, TxnSpec spec)
     {
-        int abortArg = spec.Ops.Length;
-        var b = new ProgramBuilder(name, db, spec.Ops.Length + 1);
+        int abortArg = spec.Ops.Length, throwArg = abortArg + 1;
+        var b = new ProgramBuilder($"t{txn}", db, spec.Ops.Length + 2);
         for (int i = 0; i < spec.Ops.Length; i++)
         {
             bool last = i == spec.Ops.Length - 1;
@@ -166,6 +217,7 @@ public static class StealDbTests
                 if (last && a[abortArg] != 0) return TxnProgram.UserAbort;
                 long v = BinaryPrimitives.ReadInt64LittleEndian(row) + 1;
                 BinaryPrimitives.WriteInt64LittleEndian(row, v);
+                if (last && a[throwArg] != 0) throw new BodyFault(txn, t_worker);
                 return v;
             }, spec.Ops[i].Deps.Select(d => $"op{d}").ToArray());
         }

@@ -57,6 +57,9 @@ public static class StealDbTraces
         new("StealDBTraceNoStealOpposite", OppositeWorkload, StealPolicy.None, Mutants.None,
             "vanilla 2PL over MCS locks: the deadlock broken by a timeout",
             e => Committed(e) && Has(e, StealDbAction.WaiterTimeout)),
+        new("StealDBTraceThrowing", ThrowingWorkload, StealPolicy.Queue, Mutants.None,
+            "a waiter runs the holder's last op, whose body throws: a failing op, as the spec's, and the holder aborts",
+            e => Committed(e) && e.Any(x => x.Action == StealDbAction.RunOpExecute && !x.Ok && x.Worker != x.Tid)),
         new("StealDBTraceTwinEarlyRelease", HotWorkload, StealPolicy.Queue, Mutants.StealEarlyRelease,
             "twin: an op releases its lock as soon as it has run",
             e => Has(e, StealDbAction.OwnerRelease)),
@@ -202,7 +205,7 @@ public static class StealDbTraces
 
     static string WorkloadName(TxnSpec[] w) =>
         w == HotWorkload ? "HotProg" : w == OppositeWorkload ? "OppositeProg" : w == LockOrderWorkload ? "LockOrderProg"
-        : w == TwoHotWorkload ? "TwoHotProg (engine variant)" : "?";
+        : w == TwoHotWorkload ? "TwoHotProg (engine variant)" : w == ThrowingWorkload ? "HotProg, the first transaction's last op throwing" : "?";
 
     /// <summary>The run as a module extending StealDBTrace. Attempts are numbered 1, 2, ... in the
     /// order they first appear; ops and runnable-queue positions are 1-based, as in the spec.</summary>
@@ -231,7 +234,7 @@ public static class StealDbTraces
         var worker = number.OrderBy(kv => kv.Value).Select(kv => (Tid: kv.Key, N: kv.Value)).ToList();
         string Ops(TxnSpec t) => "<< " + string.Join(", ", t.Ops.Select((o, i) =>
             $"[rec |-> {Rec(o.Row)}, deps |-> {{{string.Join(", ", o.Deps.Select(d => d + 1))}}}, write |-> TRUE, " +
-            $"mayAbort |-> {Bool(t.UserAbort && i == t.Ops.Length - 1)}]")) + " >>";
+            $"mayAbort |-> {Bool((t.UserAbort || t.Throws) && i == t.Ops.Length - 1)}]")) + " >>";
         var progs = worker.Select(w => $"    ({w.N} :> {Ops(c.Workload[(int)(w.Tid & 0xFF)])})");
         var recs = worker.SelectMany(w => c.Workload[(int)(w.Tid & 0xFF)].Ops.Select(o => Rec(o.Row))).Distinct();
 

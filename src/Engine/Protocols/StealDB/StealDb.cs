@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using System.Runtime.ExceptionServices;
 using System.Runtime.InteropServices;
 using Contend.Engine.History;
 using Contend.Engine.Programs;
@@ -54,6 +55,15 @@ public sealed record StealDbOptions(StealPolicy Policy = StealPolicy.Queue, int 
 /// Writes go in place under the exclusive lock with a before-image per op; abort restores them.
 /// A transaction must touch each row at most once (the spec's ASSUME): a second lock context
 /// on a row its own transaction holds would queue behind itself.
+///
+/// A key function or body that throws is a bug in its program, and its op may be running on
+/// another transaction's worker. Decision: that worker catches it, and the op ends as the
+/// spec's failing op (RunOpExecute with ok = FALSE, or before its lock, as a missing row
+/// does); the exception is handed to the transaction's slot, and the owner raises it after
+/// OwnerFinish, once the attempt is undone and every lock released, as the other protocols
+/// do. The thief's own transaction goes on. Any op may fail this way, where the spec lets only
+/// ops marked mayAbort fail: that is Spec with every op marked so. Its models mark one op, and
+/// the argument they check (C4, proofs/StealDB.md section 4.5) is for whichever op aborts.
 /// </summary>
 public sealed class StealDb : ITransactionProtocol
 {
@@ -67,7 +77,7 @@ public sealed class StealDb : ITransactionProtocol
     readonly int _imageBytes;
     /// <summary>Basic policy only: per table and row, the worker slot whose transaction holds the row's lock, + 1.</summary>
     readonly int[][]? _holders;
-    readonly bool _readThenClear, _claimTestThenSet, _earlyRelease, _runWithoutLock, _timeoutLeavesQueue;
+    readonly bool _readThenClear, _claimTestThenSet, _earlyRelease, _runWithoutLock, _timeoutLeavesQueue, _failureEscapes;
 
     /// <summary>Test hook: when set, every claim, take, lock and release is checked against the
     /// spec's invariants. Null in production: one predictable branch per event.</summary>
@@ -95,6 +105,7 @@ public sealed class StealDb : ITransactionProtocol
         _earlyRelease = setup.Mutants.HasFlag(Mutants.StealEarlyRelease);
         _runWithoutLock = setup.Mutants.HasFlag(Mutants.StealRunWithoutLock);
         _timeoutLeavesQueue = setup.Mutants.HasFlag(Mutants.StealTimeoutLeavesQueue);
+        _failureEscapes = setup.Mutants.HasFlag(Mutants.StealFailureEscapes);
     }
 
     /// <summary>Ops run by a worker other than their transaction's owner, summed over workers;
@@ -140,7 +151,13 @@ public sealed class StealDb : ITransactionProtocol
             var idle = new SpinWait();
             Spin.Once(ref idle);
         }
-        return Decide(s, ctx, out reason);
+        var outcome = Decide(s, ctx, out reason);
+        if (s.Failure is { } failure)
+        {
+            s.Failure = null;
+            failure.Throw();
+        }
+        return outcome;
     }
 
     /// <summary>OwnerRunNext: Alg. 1 lines 1-2. The op at the cursor's position of the runnable
@@ -175,6 +192,7 @@ public sealed class StealDb : ITransactionProtocol
         s.Words.Finished = 0;
         s.Words.OwnFinished = 0;
         s.Words.Doom = 0;
+        s.Failure = null;
         Volatile.Write(ref s.Words.RqLength, roots.Length);
         // The roots are not published (StealDB.tla Roots): only ops made runnable later are.
         Interlocked.Exchange(ref s.Words.StealContext, 0);
@@ -402,7 +420,17 @@ public sealed class StealDb : ITransactionProtocol
         }
         var ctx = s.Ctx;
         var o = ctx.Program.Ops[op];
-        long key = o.ResolveKey(ctx.Args, ctx.Results);
+        long key;
+        try
+        {
+            key = o.ResolveKey(ctx.Args, ctx.Results);
+        }
+        catch (Exception e) when (!_failureEscapes)
+        {
+            Fail(s, e);
+            Finish(s, op, tid, insertDependents: true, runner);
+            return LockStep.Finished;
+        }
         if (o.Mode == AccessMode.Insert)
         {
             // Inserts lock nothing (no row exists yet); the owner applies them at commit.
@@ -439,19 +467,29 @@ public sealed class StealDb : ITransactionProtocol
         s.Ops[op].Lock = Held;
         Audit?.Acquired(HistoryRecorder.RowKey(table.Id, row), tid);
         if (_holders is not null) Volatile.Write(ref _holders[table.Id][row], s.Worker + 1);
-        bool write = o.Writes(args);
         var data = table.Payload(row);
         s.Ops[op].ReadVersion = Volatile.Read(ref table.Version(row));
-        if (write)
-        {
-            data.CopyTo(s.Images.AsSpan(op * _imageBytes, data.Length));
-            s.Ops[op].Wrote = true;
-        }
         Audit?.Executed(tid, op);
         var runnerSlot = _slots[runner];
         runnerSlot.Words.Executed++;
         if (runner != s.Worker) runnerSlot.Words.Stolen++;
-        long result = ctx.Program.RunBody(o, write, data, args, ctx.Results);
+        long result;
+        try
+        {
+            bool write = o.Writes(args);
+            if (write)
+            {
+                data.CopyTo(s.Images.AsSpan(op * _imageBytes, data.Length));
+                s.Ops[op].Wrote = true;
+            }
+            result = ctx.Program.RunBody(o, write, data, args, ctx.Results);
+        }
+        catch (Exception e) when (!_failureEscapes)
+        {
+            // The image was saved before the body ran: the owner's abort restores the row.
+            Fail(s, e);
+            result = TxnProgram.UserAbort;
+        }
         if (_earlyRelease)
         {
             // Mutant (MutantExecuteAndRelease): the lock goes as soon as the op has run.
@@ -468,6 +506,15 @@ public sealed class StealDb : ITransactionProtocol
     long RunnerTid(int runner) => _slots[runner].Ctx.TxnId;
 
     static void Doom(Slot s, AbortReason reason) => Interlocked.CompareExchange(ref s.Words.Doom, (int)reason, 0);
+
+    /// <summary>An op's key function or body threw: the first exception is kept for the owner to
+    /// raise, and the transaction is doomed. Written before the op counts itself finished, so
+    /// the owner, which decides only once every op has, sees it.</summary>
+    static void Fail(Slot s, Exception e)
+    {
+        Interlocked.CompareExchange(ref s.Failure, ExceptionDispatchInfo.Capture(e), null);
+        Doom(s, AbortReason.User);
+    }
 
     /// <summary>The end of ExecuteOp (decision 1 of proofs/StealDB.md): the finishing thread
     /// inserts the ops it made runnable and publishes <c>&lt;tid, last position&gt;</c>. An op's
@@ -641,6 +688,9 @@ public sealed class StealDb : ITransactionProtocol
     {
         public readonly int Worker = worker;
         public TxnContext Ctx = null!;
+        /// <summary>The exception an op of the running attempt threw, for the owner to raise;
+        /// written at most once an attempt, so it may sit beside the references a steal reads.</summary>
+        public ExceptionDispatchInfo? Failure;
         public SlotWords Words;
         /// <summary>Per op, one cache line: the owner runs ops from the front of the runnable queue
         /// while a waiter runs them from the back, and neither should invalidate the other's.</summary>

@@ -10,6 +10,8 @@ namespace Contend.Engine.Protocols.StealDB;
 /// <item>MutualExclusionInv: a row is used by one transaction at a time, from grant to release.</item>
 /// <item>TwoPhaseProp: a transaction that released a lock takes none after.</item>
 /// <item>StealTokenTakenOnceInv: each stored steal context is taken by one stealer.</item>
+/// <item>FailedTxnUndoneInv, the engine's own (the spec has no exceptions): a transaction whose
+/// body threw raises the exception only once it holds no lock (<see cref="Raised"/>).</item>
 /// </list>
 /// One lock guards it all: the events are few in a test and the checks must see them in order.
 /// </summary>
@@ -89,6 +91,19 @@ public sealed class StealDbAudit(Action<string>? fail = null)
             Takes++;
             if (!_taken.Add((word, context)))
                 Violated($"StealTokenTakenOnceInv: steal context {context:X} of worker {word}'s word was taken twice");
+        }
+    }
+
+    /// <summary>FailedTxnUndoneInv: the owner's worker raised transaction <paramref name="tid"/>'s
+    /// exception; every lock it took must be released by now.</summary>
+    public void Raised(long tid)
+    {
+        lock (_gate)
+        {
+            foreach (var (row, user) in _rowUser)
+            {
+                if (user == tid) Violated($"FailedTxnUndoneInv: transaction {tid} raised its body's exception while it holds row {row:X}");
+            }
         }
     }
 }
