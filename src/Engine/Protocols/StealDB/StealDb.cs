@@ -192,7 +192,6 @@ public sealed class StealDb : ITransactionProtocol
         s.Words.Finished = 0;
         s.Words.OwnFinished = 0;
         s.Words.Doom = 0;
-        s.Failure = null;
         Volatile.Write(ref s.Words.RqLength, roots.Length);
         // The roots are not published (StealDB.tla Roots): only ops made runnable later are.
         Interlocked.Exchange(ref s.Words.StealContext, 0);
@@ -689,7 +688,8 @@ public sealed class StealDb : ITransactionProtocol
         public readonly int Worker = worker;
         public TxnContext Ctx = null!;
         /// <summary>The exception an op of the running attempt threw, for the owner to raise;
-        /// written at most once an attempt, so it may sit beside the references a steal reads.</summary>
+        /// written at most once an attempt, so it may sit beside the references a steal reads.
+        /// The owner clears it as it raises it, so every attempt begins with none.</summary>
         public ExceptionDispatchInfo? Failure;
         public SlotWords Words;
         /// <summary>Per op, one cache line: the owner runs ops from the front of the runnable queue
