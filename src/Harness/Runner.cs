@@ -25,7 +25,7 @@ public static class Runner
                                 Engine.Protocols.Strife.StrifeOptions? strife = null)
     {
         if (!ProtocolRegistry.IsKnown(protocolName))
-            throw new UsageException($"unknown protocol '{protocolName}' (known: {string.Join(", ", ProtocolRegistry.Names)})");
+            throw new UsageException(ProtocolRegistry.Unknown(protocolName));
         var workload = makeWorkload();
         using var db = new Database();
         workload.Load(db);

@@ -18,7 +18,7 @@ public class CommandLineTests
     }
 
     [Theory]
-    [InlineData("unknown protocol 'Nope' (known: NoWait, WaitDie, WaitsFor, Ordered, Mcs, Silo, StealDB, StealDBBasicWS, StealDBNoSteal, Strife)", "run", "--protocol", "Nope")]
+    [InlineData("unknown protocol 'Nope' (known: NoWait, WaitDie, WaitsFor, Ordered, Mcs, Silo, StealDB, StealDBBasicWS, StealDBNoSteal, Strife, and the control BrokenEarlyRelease)", "run", "--protocol", "Nope")]
     [InlineData("unknown workload 'nope' (known: ycsb, stealdb, tpcc)", "run", "--protocol", "NoWait", "--workload", "nope")]
     [InlineData("zipf: theta = 1.5 must be in [0, 1)", "run", "--protocol", "NoWait", "--theta", "1.5", "--rows", "1000")]
     [InlineData("--threads 0: must be in 1..255", "run", "--protocol", "NoWait", "--threads", "0")]

@@ -26,6 +26,18 @@ public class ProgramBuilderTests
     }
 
     [Fact]
+    public void RejectsMoreOpsOrArgumentsThanATransactionHolds()
+    {
+        using var db = Db();
+        var wide = new ProgramBuilder("wide", db, 1);
+        for (int i = 0; i <= TxnContext.MaxOps; i++) wide.Read($"r{i}", "t", KeySource.FromArg(0), Nothing);
+        Assert.Equal("program wide: 65 ops, more than the 64 a transaction may have", Assert.Throws<ProgramException>(() => wide.Build()).Message);
+        var many = new ProgramBuilder("many", db, TxnContext.MaxArgs + 1).Read("a", "t", KeySource.FromArg(0), Nothing);
+        Assert.Equal("program many: 129 arguments, outside the 0..128 a transaction may take", Assert.Throws<ProgramException>(() => many.Build()).Message);
+        Assert.Equal(TxnContext.MaxArgs, new ProgramBuilder("most", db, TxnContext.MaxArgs).Read("a", "t", KeySource.FromArg(0), Nothing).Build().ArgCount);
+    }
+
+    [Fact]
     public void RejectsForwardKeyDependency()
     {
         using var db = Db();

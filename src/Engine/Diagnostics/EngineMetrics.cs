@@ -15,7 +15,7 @@ namespace Contend.Engine.Diagnostics;
 /// <list type="bullet">
 /// <item><c>contend.transactions.committed</c> {protocol, workload}</item>
 /// <item><c>contend.transactions.aborted</c> {protocol, workload, reason}: conflict aborts
-/// (retried) and the logic's own (reason <c>User</c>, <c>TableFull</c>; not retried)</item>
+/// (retried) and the logic's own (reason <c>User</c>, <c>TableFull</c>, <c>DuplicateKey</c>; not retried)</item>
 /// <item><c>contend.stealdb.ops.stolen</c> {protocol}: ops a lock waiter ran for another transaction</item>
 /// <item><c>contend.strife.batches</c>, <c>contend.strife.transactions.residual</c> {protocol}:
 /// batches analysed, and the transactions their analyses left to the residual phase</item>

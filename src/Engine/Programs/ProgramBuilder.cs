@@ -1,3 +1,4 @@
+using Contend.Engine.Runtime;
 using Contend.Engine.Storage;
 
 namespace Contend.Engine.Programs;
@@ -24,7 +25,8 @@ public readonly struct KeySource
 /// <summary>
 /// Builds a <see cref="TxnProgram"/> and checks it once: every table exists, every dependency
 /// names an op, a key depends only on earlier ops (its value must be known when the op is
-/// reached), arguments are in range, and the dependencies form no cycle.
+/// reached), arguments are in range, and the dependencies form no cycle; at most
+/// <see cref="TxnContext.MaxOps"/> ops and <see cref="TxnContext.MaxArgs"/> arguments.
 /// </summary>
 public sealed class ProgramBuilder(string name, Database db, int argCount)
 {
@@ -65,6 +67,10 @@ public sealed class ProgramBuilder(string name, Database db, int argCount)
     public TxnProgram Build()
     {
         if (_drafts.Count == 0) throw new ProgramException($"program {name}: has no ops");
+        if (_drafts.Count > TxnContext.MaxOps)
+            throw new ProgramException($"program {name}: {_drafts.Count} ops, more than the {TxnContext.MaxOps} a transaction may have");
+        if (argCount is < 0 or > TxnContext.MaxArgs)
+            throw new ProgramException($"program {name}: {argCount} arguments, outside the 0..{TxnContext.MaxArgs} a transaction may take");
         var index = new Dictionary<string, int>(StringComparer.Ordinal);
         for (int i = 0; i < _drafts.Count; i++)
         {

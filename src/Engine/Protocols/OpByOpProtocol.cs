@@ -9,11 +9,19 @@ namespace Contend.Engine.Protocols;
 /// <summary>
 /// The op loop every per-transaction protocol shares: resolve each op's key in the DAG's
 /// order, find its row, let the protocol grant access, run the body. Inserts are collected
-/// and applied by the protocol's commit, under its locks.
+/// and made by the protocol's prepare, under its locks.
 /// </summary>
+/// <remarks>
+/// After the ops, the protocol is one participant, driven here by a coordinator of one:
+/// <see cref="Prepare"/> does everything that can still refuse the attempt (Silo's locks and
+/// validation, every protocol's inserts) and votes; <see cref="Commit"/> then cannot fail, and
+/// <see cref="Abort"/> undoes whatever the attempt did, from any point of it. A coordinator
+/// across partitions drives the same three steps on each partition's participant.
+/// </remarks>
 public abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtocol
 {
     protected readonly Database Db = setup.Database;
+    readonly bool _prepareOutsideUndo = setup.Mutants.HasFlag(Mutants.PrepareOutsideUndo);
 
     public abstract string Name { get; }
 
@@ -23,27 +31,36 @@ public abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtocol
         return RunOps(ctx, out reason);
     }
 
-    /// <summary>Runs the ops, then commits. A key function or a body that throws is a bug in
-    /// the program: the attempt is undone first (its locks released, its written rows given
-    /// back their images), so that the rows stay usable by every other transaction, and the
-    /// exception goes on to the caller.</summary>
+    /// <summary>Runs the ops, then prepares and commits, or aborts. A key function or a body
+    /// (an insert's too) that throws is a bug in the program: the attempt is undone first (its
+    /// locks released, its written rows given back their images, its claimed keys given back),
+    /// so that the rows stay usable by every other transaction, and the exception goes on to
+    /// the caller.</summary>
     protected Outcome RunOps(TxnContext ctx, out AbortReason reason)
     {
         try
         {
-            if (!RunEachOp(ctx, out reason)) return reason == AbortReason.User ? Outcome.UserAborted : Outcome.Aborted;
+            reason = RunEachOp(ctx);
+            if (reason == AbortReason.None && !_prepareOutsideUndo) reason = Prepare(ctx).Reason;
         }
         catch
         {
             Abort(ctx);
             throw;
         }
-        if (!Commit(ctx, out reason)) return reason == AbortReason.TableFull ? Outcome.UserAborted : Outcome.Aborted;
+        // The twin (Mutants.PrepareOutsideUndo): an insert body that throws skips the abort.
+        if (reason == AbortReason.None && _prepareOutsideUndo) reason = Prepare(ctx).Reason;
+        if (reason != AbortReason.None)
+        {
+            Abort(ctx);
+            return AbortReasons.OutcomeOf(reason);
+        }
+        Commit(ctx);
         return Outcome.Committed;
     }
 
-    /// <summary>The op loop; on false the attempt is aborted and undone, <paramref name="reason"/> says why.</summary>
-    bool RunEachOp(TxnContext ctx, out AbortReason reason)
+    /// <summary>The op loop; returns why the attempt must abort, or None when every op ran.</summary>
+    AbortReason RunEachOp(TxnContext ctx)
     {
         var program = ctx.Program;
         ReadOnlySpan<long> args = ctx.Args;
@@ -59,31 +76,19 @@ public abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtocol
             }
             var table = Db[op.TableId];
             int row = ctx.RowsKnown && ctx.OpRow[i] >= 0 ? ctx.OpRow[i] : table.Find(key);
-            if (row < 0)
-            {
-                Abort(ctx);
-                reason = AbortReason.User;
-                return false;
-            }
+            if (row < 0) return AbortReason.User;
             bool write = op.Writes(args);
-            if (!Access(ctx, table, row, write, out var data, out int access, out reason))
+            if (!Access(ctx, table, row, write, out var data, out int access, out var reason))
             {
-                Abort(ctx);
-                Debug.Assert(reason != AbortReason.User, $"program {program.Name}: a conflict abort reported as the logic's");
-                return false;
+                Debug.Assert(reason != AbortReason.None && !reason.IsFinal(), $"program {program.Name}: a conflict abort reported as {reason}");
+                return reason;
             }
             long result = program.RunBody(op, write, data, args, ctx.Results);
-            if (result == TxnProgram.UserAbort)
-            {
-                Abort(ctx);
-                reason = AbortReason.User;
-                return false;
-            }
+            if (result == TxnProgram.UserAbort) return AbortReason.User;
             ctx.Results[i] = result;
             AfterOp(ctx, table, access);
         }
-        reason = AbortReason.None;
-        return true;
+        return AbortReason.None;
     }
 
     /// <summary>Grants the op its row: the row itself (locking) or a private copy (optimistic).
@@ -92,43 +97,35 @@ public abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtocol
 
     protected virtual void AfterOp(TxnContext ctx, Table table, int access) { }
 
-    /// <summary>Commits, or aborts and undoes everything and returns false.</summary>
-    protected abstract bool Commit(TxnContext ctx, out AbortReason reason);
+    /// <summary>The participant's prepare, once every op has run: everything that can still refuse
+    /// the attempt, ending in a vote. A no vote leaves the undo to <see cref="Abort"/>.</summary>
+    protected abstract Vote Prepare(TxnContext ctx);
 
+    /// <summary>The participant's commit, after a yes vote: installs, records the history, and
+    /// releases. Runs no program code, so it cannot fail.</summary>
+    protected abstract void Commit(TxnContext ctx);
+
+    /// <summary>The participant's abort, from any point of the attempt (an op refused, a no vote,
+    /// a body that threw): undoes every write, gives back every claimed key, releases every lock.</summary>
     protected abstract void Abort(TxnContext ctx);
 
-    /// <summary>
-    /// Allocates (or, when the attempt reserved them, keys) its inserted rows, fills and
-    /// publishes them, each stamped with the attempt's id; called by a commit once nothing can
-    /// abort it but a full table. Rows allocated before a full table is found stay unreachable
-    /// (never published).
-    /// </summary>
-    internal static bool ApplyInserts(Database db, TxnContext ctx, List<Access>? history)
+    /// <summary>Insertion sort of access indices by (table, row): the one global order in which
+    /// the protocols that lock more than one row without waiting in a cycle take them (Silo's
+    /// write set, Ordered's every lock). Access sets are at most a few dozen rows.</summary>
+    protected static void SortByRow(TxnContext ctx, Span<int> accesses)
     {
-        if (ctx.InsertCount == 0) return true;
-        Span<int> rows = ctx.InsRow.AsSpan(0, ctx.InsertCount);
-        Debug.Assert(!ctx.InsertRowsReserved || ctx.InsOp.AsSpan(0, ctx.InsertCount).SequenceEqual(ctx.Program.InsertsInOrder),
-                     $"program {ctx.Program.Name}: the inserts made are not the ones rows were reserved for");
-        // Each publish claims a random index slot by CAS, and a locked instruction waits for
-        // its line: asking for every slot's line first makes the misses overlap instead.
-        for (int i = 0; i < ctx.InsertCount; i++) db[ctx.Program.Ops[ctx.InsOp[i]].TableId].PrefetchIndex(ctx.InsKey[i]);
-        for (int i = 0; i < ctx.InsertCount; i++)
+        for (int i = 1; i < accesses.Length; i++)
         {
-            var table = db[ctx.Program.Ops[ctx.InsOp[i]].TableId];
-            if (ctx.InsertRowsReserved) table.Assign(rows[i], ctx.InsKey[i]);
-            else if ((rows[i] = table.Allocate(ctx.InsKey[i])) < 0) return false;
+            int a = accesses[i];
+            int j = i - 1;
+            while (j >= 0 && (ctx.AccTable[accesses[j]] > ctx.AccTable[a] ||
+                              (ctx.AccTable[accesses[j]] == ctx.AccTable[a] && ctx.AccRow[accesses[j]] > ctx.AccRow[a])))
+            {
+                accesses[j + 1] = accesses[j];
+                j--;
+            }
+            accesses[j + 1] = a;
         }
-        for (int i = 0; i < ctx.InsertCount; i++)
-        {
-            var op = ctx.Program.Ops[ctx.InsOp[i]];
-            var table = db[op.TableId];
-            op.Body(table.Payload(rows[i]), ctx.Args, ctx.Results);
-            Volatile.Write(ref table.Version(rows[i]), ctx.TxnId);
-            if (!table.Publish(rows[i]))
-                throw new InvalidOperationException($"program {ctx.Program.Name}, op {op.Name}: inserted key {ctx.InsKey[i]} already exists in table {table.Name}");
-            history?.Add(new Access(HistoryRecorder.RowKey(table.Id, rows[i]), HistoryRecorder.NewRow, true));
-        }
-        return true;
     }
 
     /// <summary>The history entries of the access set: per row, the version first seen and whether it was overwritten.</summary>

@@ -25,6 +25,42 @@ public enum AbortReason : byte
     User,
     /// <summary>An insert found its table full.</summary>
     TableFull,
+    /// <summary>An insert's key was already in its table (<see cref="Runtime.TxnContext.Duplicate"/> names it).</summary>
+    DuplicateKey,
+}
+
+public static class AbortReasons
+{
+    /// <summary>True for an abort the program's logic or its input caused, which a retry would
+    /// meet again: the transaction ends <see cref="Outcome.UserAborted"/>, not retried.</summary>
+    public static bool IsFinal(this AbortReason reason) =>
+        reason is AbortReason.User or AbortReason.TableFull or AbortReason.DuplicateKey;
+
+    /// <summary>What an attempt that aborted for <paramref name="reason"/> comes to.</summary>
+    public static Outcome OutcomeOf(AbortReason reason) => reason.IsFinal() ? Outcome.UserAborted : Outcome.Aborted;
+}
+
+/// <summary>An insert refused because its key is in the table already: ordinary bad input, which
+/// ends the transaction <see cref="Outcome.UserAborted"/> with nothing of it written.</summary>
+public sealed record DuplicateKey(string Program, string Op, string Table, long Key)
+{
+    public override string ToString() => $"program {Program}, op {Op}: key {Key} is already in table {Table}";
+}
+
+/// <summary>A duplicate key that could not end as an abort: what the insert met, and why it was
+/// raised instead.</summary>
+public sealed class DuplicateKeyException(DuplicateKey duplicate, string why) : InvalidOperationException($"{duplicate}: {why}")
+{
+    public DuplicateKey Duplicate { get; } = duplicate;
+}
+
+/// <summary>A participant's answer to prepare: yes (it can commit whatever the others do, and
+/// keeps what it holds until told), or no with the reason, and then it has undone nothing yet:
+/// the coordinator's abort does that.</summary>
+public readonly record struct Vote(AbortReason Reason)
+{
+    public static Vote Yes => default;
+    public bool IsYes => Reason == AbortReason.None;
 }
 
 /// <summary>What every protocol is: a name the registry knows it by. A protocol is either
@@ -128,6 +164,10 @@ public enum Mutants
     /// throwing body where its op runs, so a stolen op's exception escapes into the thief's own
     /// transaction, and an owner's leaves its attempt's locks held (StealDB before it caught them).</summary>
     StealFailureEscapes = 131072,
+    /// <summary>The engine's alone (the specs model no exceptions): the op-by-op protocols prepare
+    /// outside the undo that covers the ops, so an insert body that throws at prepare leaves the
+    /// attempt's locks held and its writes in place (every protocol before prepare was split out).</summary>
+    PrepareOutsideUndo = 262144,
 }
 
 /// <summary>Chooses protocols by name at run time.</summary>
@@ -172,6 +212,9 @@ public static class ProtocolRegistry
         if (name == BrokenControl) return new Broken.EarlyRelease(setup);
         foreach (var k in Known)
             if (string.Equals(k.Name, name, StringComparison.Ordinal)) return k.Make(setup);
-        throw new ArgumentException($"unknown protocol '{name}' (known: {string.Join(", ", Names)}, and the control {BrokenControl})");
+        throw new ArgumentException(Unknown(name));
     }
+
+    /// <summary>The one message for a name no protocol has.</summary>
+    public static string Unknown(string name) => $"unknown protocol '{name}' (known: {string.Join(", ", Names)}, and the control {BrokenControl})";
 }

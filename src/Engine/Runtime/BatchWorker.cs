@@ -1,3 +1,4 @@
+using System.Runtime.InteropServices;
 using Contend.Engine.Programs;
 using Contend.Engine.Protocols;
 
@@ -7,16 +8,41 @@ namespace Contend.Engine.Runtime;
 /// What the workers of one run share: the run's phase (warm-up, measure, stop), the
 /// WaitDie timestamp counter, and how many transactions may still be drawn.
 /// </summary>
-public sealed class RunControl(int phase, long quota)
+/// <remarks>
+/// Every worker reads <see cref="Phase"/> once a transaction, while the counters are written:
+/// each written word has a cache line of its own, so that a write does not take the line the
+/// phase is read from away from every other core.
+/// <code>
+///   +0    Phase, Failed       read by every worker, written at a phase change
+///   +64   Timestamps          taken in blocks (<see cref="TimestampBlock"/>)
+///   +128  Quota               decremented by every draw of a batch protocol
+/// </code>
+/// </remarks>
+[StructLayout(LayoutKind.Explicit, Size = 192)]
+public sealed class RunControl
 {
-    public int Phase = phase;
-    public long Timestamps;
-    /// <summary>Transactions that may still be drawn, over all workers (a run of fixed size);
-    /// long.MaxValue for a timed run.</summary>
-    public long Quota = quota;
+    [FieldOffset(0)] public int Phase;
     /// <summary>1 once a worker has failed (an exception left its thread): the other workers
     /// return from the protocol, leaving whatever batch they are in unfinished. Set by <see cref="Fail"/>.</summary>
-    public int Failed;
+    [FieldOffset(4)] public int Failed;
+    [FieldOffset(64)] public long Timestamps;
+    /// <summary>Transactions that may still be drawn, over all workers (a run of fixed size);
+    /// long.MaxValue for a timed run.</summary>
+    [FieldOffset(128)] public long Quota;
+
+    /// <summary>How many WaitDie timestamps a per-transaction worker takes from
+    /// <see cref="Timestamps"/> at once: one atomic add per this many transactions instead of
+    /// one per transaction. A worker's transactions then count as older than those another
+    /// worker started from a later block, for at most this many transactions; WaitDie needs
+    /// only that ages be distinct and that a retried transaction keep its own, so that it ends
+    /// up the oldest (every later block is younger).</summary>
+    public const int TimestampBlock = 64;
+
+    public RunControl(int phase, long quota)
+    {
+        Phase = phase;
+        Quota = quota;
+    }
 
     /// <summary>A worker has failed: the run stops, and, failed, does not wait for its batches to end.</summary>
     public void Fail()
@@ -96,7 +122,7 @@ public sealed class BatchWorker(TxnContext ctx, ITransactionSource source, Worke
     /// <see cref="OnEnded"/>, then forgets the transaction's tag.</summary>
     public void Ended(Outcome outcome, AbortReason reason, int attempts)
     {
-        OnEnded?.Invoke(Ctx, new TxnOutcome(outcome, outcome == Outcome.Committed ? AbortReason.None : reason, attempts));
+        OnEnded?.Invoke(Ctx, TxnOutcome.Of(Ctx, outcome, reason, attempts));
         Ctx.Tag = null;
     }
 }

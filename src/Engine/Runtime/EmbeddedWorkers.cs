@@ -31,7 +31,7 @@ internal sealed class EmbeddedWorkers : IDisposable
     public static void CheckProtocol(string protocol, bool batch)
     {
         if (!ProtocolRegistry.IsKnown(protocol))
-            throw new ArgumentException($"unknown protocol '{protocol}' (known: {string.Join(", ", ProtocolRegistry.Names)})", nameof(protocol));
+            throw new ArgumentException(ProtocolRegistry.Unknown(protocol), nameof(protocol));
         if (ProtocolRegistry.IsBatch(protocol) == batch) return;
         throw new ArgumentException(batch
             ? $"{protocol} is a per-transaction protocol: it runs on the caller's thread (TransactionEngine), not in batches"

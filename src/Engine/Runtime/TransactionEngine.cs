@@ -10,8 +10,13 @@ namespace Contend.Engine.Runtime;
 /// <summary>What one <see cref="Session.Execute"/> came to.</summary>
 /// <param name="Reason">for an abort, why its last attempt aborted; None for a commit</param>
 /// <param name="Attempts">attempts made, the conflict aborts retried included</param>
-public readonly record struct TxnOutcome(Outcome Outcome, AbortReason Reason, int Attempts)
+/// <param name="Duplicate">for <see cref="AbortReason.DuplicateKey"/>, the insert refused: its program, op, table and key</param>
+public readonly record struct TxnOutcome(Outcome Outcome, AbortReason Reason, int Attempts, DuplicateKey? Duplicate = null)
 {
+    /// <summary>What a transaction on <paramref name="ctx"/> came to, its last attempt having ended so.</summary>
+    internal static TxnOutcome Of(TxnContext ctx, Outcome outcome, AbortReason reason, int attempts) =>
+        outcome == Outcome.Committed ? new(outcome, AbortReason.None, attempts) : new(outcome, reason, attempts, ctx.Duplicate);
+
     public bool Committed => Outcome == Outcome.Committed;
 }
 
@@ -132,7 +137,7 @@ public sealed class TransactionEngine : IDisposable
                     var outcome = _engine._protocol.Run(_ctx, out var reason);
                     _stats.Count(outcome, reason, start);
                     if (outcome != Outcome.Aborted)
-                        return new TxnOutcome(outcome, outcome == Outcome.Committed ? AbortReason.None : reason, attempt);
+                        return TxnOutcome.Of(_ctx, outcome, reason, attempt);
                     cancel.ThrowIfCancellationRequested();
                     Spin.Backoff(attempt - 1, ref _rng);
                 }

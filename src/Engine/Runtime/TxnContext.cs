@@ -12,10 +12,12 @@ namespace Contend.Engine.Runtime;
 public sealed class TxnContext
 {
     public const int MaxOps = 64;
+    /// <summary>The most arguments a program takes.</summary>
+    public const int MaxArgs = MaxOps * 2;
 
     public int Worker { get; }
     public TxnProgram Program { get; private set; } = null!;
-    public readonly long[] Args = new long[MaxOps * 2];
+    public readonly long[] Args = new long[MaxArgs];
     public readonly long[] Results = new long[MaxOps];
 
     /// <summary>Id of the current attempt: unique among all attempts of the process, never 0
@@ -68,6 +70,16 @@ public sealed class TxnContext
     public readonly int[] InsOp = new int[MaxOps];
     public readonly long[] InsKey = new long[MaxOps];
     public readonly int[] InsRow = new int[MaxOps];
+    /// <summary>The index slot each insert claimed (valid for the first <see cref="InsertsClaimed"/>
+    /// of <see cref="InsOrder"/>).</summary>
+    public readonly int[] InsSlot = new int[MaxOps];
+    /// <summary>The inserts by (table, key): the order their keys are claimed in.</summary>
+    public readonly int[] InsOrder = new int[MaxOps];
+    /// <summary>How many of <see cref="InsOrder"/> hold a claimed key, which an abort gives back.</summary>
+    public int InsertsClaimed;
+    /// <summary>Set when the last attempt ended <see cref="Protocols.AbortReason.DuplicateKey"/>: the
+    /// insert refused. Cleared by <see cref="BeginAttempt"/>.</summary>
+    public Protocols.DuplicateKey? Duplicate;
 
     /// <summary>Working space for one commit step (Silo's sorted write set); nothing else may use it meanwhile.</summary>
     public readonly int[] Scratch = new int[MaxOps];
@@ -99,6 +111,8 @@ public sealed class TxnContext
         AccessCount = 0;
         InsertCount = 0;
         InsertRowsReserved = false;
+        InsertsClaimed = 0;
+        Duplicate = null;
         BufferUsed = 0;
     }
 

@@ -48,6 +48,7 @@ public static class WorkerPool
             int worker = w;
             threads[w] = new Thread(() =>
             {
+                bool signalled = false;
                 try
                 {
                     if (options.Pin && Affinity.PinCurrentThread(worker % Environment.ProcessorCount) is { } warning)
@@ -56,6 +57,7 @@ public static class WorkerPool
                     var source = workload.CreateSource(worker, options.Seed);
                     ulong rng = Rng.Seed(options.Seed ^ 0x5EED, worker);
                     started.Signal();
+                    signalled = true;
                     if (protocol is IBatchProtocol batch)
                         batch.Work(new BatchWorker(ctx, source, stats[worker], rng, control));
                     else
@@ -64,6 +66,7 @@ public static class WorkerPool
                 catch (Exception e)
                 {
                     Interlocked.CompareExchange(ref failure, e, null);
+                    if (!signalled) started.Signal(); // or the pool waits for this worker's start for ever
                     // Failed, not only Stop: a batch protocol finishes its batches after a stop,
                     // and one whose worker died mid-batch would wait for it for ever.
                     control.Fail();
@@ -112,6 +115,7 @@ public static class WorkerPool
                      ref int phase, ref long timestamps, ref ulong rng)
     {
         bool measuring = false;
+        long nextTimestamp = 0, endTimestamp = 0;
         for (long done = 0; limit <= 0 || done < limit; done++)
         {
             int now = Volatile.Read(ref phase);
@@ -122,7 +126,12 @@ public static class WorkerPool
                 measuring = true;
             }
             var program = source.Next(ctx);
-            ctx.Start(program, Interlocked.Increment(ref timestamps));
+            if (nextTimestamp == endTimestamp)
+            {
+                nextTimestamp = Interlocked.Add(ref timestamps, RunControl.TimestampBlock) - RunControl.TimestampBlock + 1;
+                endTimestamp = nextTimestamp + RunControl.TimestampBlock;
+            }
+            ctx.Start(program, nextTimestamp++);
             long start = Stopwatch.GetTimestamp();
             for (int retries = 0; ; retries++)
             {

@@ -86,7 +86,16 @@ public sealed class WorkerStats
         for (int i = 0; i < Aborts.Length; i++) Aborts[i] += Volatile.Read(ref other.Aborts[i]);
     }
 
-    public long TotalAborts => Aborts.Sum() - Aborts[(int)AbortReason.User] - Aborts[(int)AbortReason.TableFull];
+    public long TotalAborts
+    {
+        get
+        {
+            long conflicts = 0;
+            for (int r = 0; r < Aborts.Length; r++)
+                if (!((AbortReason)r).IsFinal()) conflicts += Aborts[r];
+            return conflicts;
+        }
+    }
 
     public double LatencyPercentileMicros(double p)
     {

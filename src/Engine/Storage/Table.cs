@@ -2,6 +2,7 @@ using System.Diagnostics;
 using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
 using System.Runtime.Intrinsics.X86;
+using Contend.Engine.Runtime;
 
 namespace Contend.Engine.Storage;
 
@@ -13,7 +14,9 @@ namespace Contend.Engine.Storage;
 /// <remarks>
 /// Row layout (the stride is a multiple of 64 so that no two rows share a cache line):
 /// <code>
-///   +0   record word   8 B   the protocol family's lock / version word (RecordWords.cs)
+///   +0   record word   8 B   the protocol family's lock / version word: its layout is drawn
+///                            where the family defines it (LockWord.cs for 2PL, McsLock in
+///                            Mcs.cs for the queue locks, SiloOcc.cs for Silo)
 ///   +8   version       8 B   id of the transaction that installed the current value;
 ///                            0 for the loaded value (the history's reads-from)
 ///   +16  key           8 B   primary key, written once before the row is published
@@ -21,11 +24,15 @@ namespace Contend.Engine.Storage;
 /// </code>
 /// Index slot (one word per slot; 0 = empty; open addressing, linear probing):
 /// <code>
-///   63                 32   31   30                     0
-///  +---------------------+------+------------------------+
-///  |   key, low 32 bits  | wide |        row + 1         |
-///  +---------------------+------+------------------------+
+///   63                 32   31     30     29                  0
+///  +---------------------+------+------+----------------------+
+///  |   key, low 32 bits  | wide | dark |        row + 1       |
+///  +---------------------+------+------+----------------------+
 /// </code>
+/// dark = 1: an insert has claimed the key and not yet committed (<see cref="Claim"/>); a
+/// lookup does not see the row until <see cref="Reveal"/> clears the bit. A claim undone by an
+/// abort (<see cref="Retract"/>) leaves a tombstone, dark with row + 1 = 0, that probes pass
+/// over: the slot is never reused, as its row is never freed, so slots stay more than rows.
 /// A key that fits in 32 bits (every key the workloads make) is compared in the slot, so a
 /// lookup reads the index line and not the row's: Strife's analysis finds the rows of a whole
 /// batch without touching one of them. A wider key (wide = 1) keeps its low bits as a filter,
@@ -50,12 +57,18 @@ public sealed unsafe class Table : IDisposable
     int _count;
     long[]? _stamps;
     readonly long[] _slots;
-    const long RowMask = int.MaxValue, WideBit = 1L << 31;
+    const long RowMask = (1L << 30) - 1, DarkBit = 1L << 30, WideBit = 1L << 31;
+    /// <summary>The slot word's bits that a probe compares: the key's low half and the wide bit.</summary>
+    const long KeyMask = ~(RowMask | DarkBit);
+    /// <summary>A retracted claim: dark, and no row.</summary>
+    const long Tombstone = DarkBit;
+    /// <summary>The most rows a table holds: row + 1 must fit in the slot's 30 row bits.</summary>
+    public const int MaxCapacity = (int)RowMask - 1;
 
     public Table(string name, int id, int payloadSize, int capacity)
     {
         if (payloadSize < 0) throw new ArgumentOutOfRangeException(nameof(payloadSize), $"table {name}: payload size {payloadSize} is negative");
-        if (capacity <= 0) throw new ArgumentOutOfRangeException(nameof(capacity), $"table {name}: capacity {capacity} must be positive");
+        if (capacity is <= 0 or > MaxCapacity) throw new ArgumentOutOfRangeException(nameof(capacity), $"table {name}: capacity {capacity} must be 1..{MaxCapacity}");
         Name = name;
         Id = id;
         PayloadSize = payloadSize;
@@ -131,7 +144,7 @@ public sealed unsafe class Table : IDisposable
     {
         if (!Sse.IsSupported) return;
         long probe = Probe(key), entry = Volatile.Read(ref _slots[Home(key)]);
-        if (entry == 0 || (entry & ~RowMask) != probe) return;
+        if ((entry & RowMask) == 0 || (entry & KeyMask) != probe) return; // empty, or a tombstone, or another key
         int row = RowOf(entry);
         if ((probe & WideBit) != 0) Sse.Prefetch0(Row(row));
         if (_stamps is not null) PrefetchStamp(row);
@@ -155,8 +168,8 @@ public sealed unsafe class Table : IDisposable
         if (Stride > 64) Sse.Prefetch0(line + 64);
     }
 
-    /// <summary>Index of the row with this key, or -1. Allocates nothing, and reads no row
-    /// unless the key is wider than 32 bits.</summary>
+    /// <summary>Index of the row with this key, or -1 (none, or one an insert has claimed and not
+    /// yet committed). Allocates nothing, and reads no row unless the key is wider than 32 bits.</summary>
     public int Find(long key)
     {
         long probe = Probe(key);
@@ -165,7 +178,7 @@ public sealed unsafe class Table : IDisposable
         {
             long entry = Volatile.Read(ref _slots[slot]);
             if (entry == 0) return -1;
-            if (Holds(entry, probe, key)) return RowOf(entry);
+            if (Holds(entry, probe, key)) return (entry & DarkBit) == 0 ? RowOf(entry) : -1;
             slot = slot + 1 == _slots.Length ? 0 : slot + 1;
         }
     }
@@ -178,14 +191,15 @@ public sealed unsafe class Table : IDisposable
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     static int RowOf(long entry) => (int)(entry & RowMask) - 1;
 
-    /// <summary>Whether a non-empty slot word names the row of this key (probe = Probe(key)).</summary>
+    /// <summary>Whether a non-empty slot word names the row of this key, claimed or committed
+    /// (probe = Probe(key)); never a tombstone.</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     bool Holds(long entry, long probe, long key) =>
-        (entry & ~RowMask) == probe && ((probe & WideBit) == 0 || Key(RowOf(entry)) == key);
+        (entry & KeyMask) == probe && (entry & RowMask) != 0 && ((probe & WideBit) == 0 || Key(RowOf(entry)) == key);
 
     /// <summary>
     /// Takes a fresh row for this key, not yet reachable by <see cref="Find"/>: the caller
-    /// fills it, then <see cref="Publish"/>es it. Returns -1 when the table is full.
+    /// fills it, then <see cref="Claim"/>s its key. Returns -1 when the table is full.
     /// </summary>
     public int Allocate(long key)
     {
@@ -215,27 +229,52 @@ public sealed unsafe class Table : IDisposable
     }
 
     /// <summary>
-    /// Makes an allocated row reachable by its key. The index slot is claimed by CAS after the
-    /// row is filled, so a concurrent <see cref="Find"/> sees the row whole or not at all.
-    /// Returns false if the key is already present (the row then stays unreachable); two
-    /// inserts of one key racing are the caller's to prevent (every workload derives inserted
-    /// keys from a counter it holds an exclusive lock on).
+    /// Claims the index slot of an allocated, filled row's key for an insert that has not
+    /// committed: the row stays unreachable (<see cref="Find"/> answers -1) until
+    /// <see cref="Reveal"/>, or <see cref="Retract"/> gives the key up. Returns the slot, or -1
+    /// when the key is already in the table, committed. Another insert's claim on the same key
+    /// is waited out until it commits (then -1) or is retracted; the slot is claimed by CAS, so
+    /// of two inserts of one key racing, one wins.
     /// </summary>
-    public bool Publish(int row)
+    /// <remarks>An insert that waits here holds claims of its own, so the protocols claim an
+    /// attempt's keys in one global order, (table, key), and claim only once they wait for
+    /// nothing else: no cycle of waits can form.</remarks>
+    public int Claim(int row)
     {
         long key = Key(row), probe = Probe(key);
         int slot = Home(key);
+        var wait = new SpinWait();
         while (true)
         {
             long entry = Volatile.Read(ref _slots[slot]);
             if (entry == 0)
             {
-                if (Interlocked.CompareExchange(ref _slots[slot], probe | (row + 1L), 0) == 0) return true;
+                if (Interlocked.CompareExchange(ref _slots[slot], probe | DarkBit | (row + 1L), 0) == 0) return slot;
                 continue; // lost the slot to another insert: look at what it put there
             }
-            if (Holds(entry, probe, key)) return false;
+            if (Holds(entry, probe, key))
+            {
+                if ((entry & DarkBit) == 0) return -1;
+                Spin.Once(ref wait); // another attempt's claim: wait for its commit or abort
+                continue;
+            }
             slot = slot + 1 == _slots.Length ? 0 : slot + 1;
         }
+    }
+
+    /// <summary>Commits a <see cref="Claim"/>: the row becomes reachable by its key, whole.</summary>
+    public void Reveal(int slot)
+    {
+        long entry = Volatile.Read(ref _slots[slot]);
+        Debug.Assert((entry & DarkBit) != 0 && (entry & RowMask) != 0, $"table {Name}: slot {slot} revealed without a claim");
+        Volatile.Write(ref _slots[slot], entry & ~DarkBit); // only the claimer writes a dark slot
+    }
+
+    /// <summary>Undoes a <see cref="Claim"/>: the key is free again, the row never reachable.</summary>
+    public void Retract(int slot)
+    {
+        Debug.Assert((Volatile.Read(ref _slots[slot]) & DarkBit) != 0, $"table {Name}: slot {slot} retracted without a claim");
+        Volatile.Write(ref _slots[slot], Tombstone);
     }
 
     /// <summary>Loads a row with this key (single-threaded load phase); throws if full or duplicate.</summary>
@@ -243,7 +282,9 @@ public sealed unsafe class Table : IDisposable
     {
         int row = Allocate(key);
         if (row < 0) throw new InvalidOperationException($"table {Name}: full at {Capacity} rows while loading key {key}");
-        if (!Publish(row)) throw new InvalidOperationException($"table {Name}: key {key} loaded twice");
+        int slot = Claim(row);
+        if (slot < 0) throw new InvalidOperationException($"table {Name}: key {key} loaded twice");
+        Reveal(slot);
         return row;
     }
 

@@ -63,7 +63,9 @@ public sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
         }
     }
 
-    protected override bool Commit(TxnContext ctx, out AbortReason reason)
+    /// <summary>Silo's commit phases 1 and 2, then the inserts: votes yes holding the write set's
+    /// locks, every read validated.</summary>
+    protected override Vote Prepare(TxnContext ctx)
     {
         // Phase 1: lock the write set in (table, row) order.
         Span<int> writes = ctx.Scratch.AsSpan(0, ctx.AccessCount);
@@ -90,64 +92,42 @@ public sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
         {
             long now = Volatile.Read(ref Db[ctx.AccTable[i]].Word(ctx.AccRow[i]));
             bool lockedByOther = (now & LockBit) != 0 && ctx.AccMode[i] != LockedByMe;
-            if ((now & ~LockBit) != ctx.AccVersion[i] || lockedByOther)
-            {
-                Unlock(ctx);
-                reason = AbortReason.Validation;
-                return false;
-            }
+            if ((now & ~LockBit) != ctx.AccVersion[i] || lockedByOther) return new Vote(AbortReason.Validation);
         }
+        // An inserted row's word is its version, as every other row's, so that a reader records
+        // the insert it read from.
+        return InsertSet.Prepare(Db, ctx, versionInWord: true);
+    }
+
+    /// <summary>Phase 3: install, and unlock by publishing the new version.</summary>
+    protected override void Commit(TxnContext ctx)
+    {
         var history = ctx.Recorder is null ? null : new List<Access>(ctx.AccessCount + ctx.InsertCount);
-        if (!ApplyInserts(Db, ctx, history))
+        InsertSet.Commit(Db, ctx, history);
+        if (history is not null) RecordAccesses(ctx, history, static (c, i) => c.AccMode[i] == LockedByMe);
+        for (int i = 0; i < ctx.AccessCount; i++)
         {
-            Unlock(ctx);
-            reason = AbortReason.TableFull;
-            return false;
-        }
-        // Phase 3: install, and unlock by publishing the new version.
-        foreach (int i in writes)
-        {
+            if (ctx.AccMode[i] != LockedByMe) continue;
             var table = Db[ctx.AccTable[i]];
             int row = ctx.AccRow[i];
             ctx.Buffer.AsSpan(ctx.AccBuffer[i], table.PayloadSize).CopyTo(table.Payload(row));
             Volatile.Write(ref table.Version(row), ctx.TxnId);
             Volatile.Write(ref table.Word(row), ctx.TxnId);
         }
-        if (history is not null)
-        {
-            RecordAccesses(ctx, history, static (c, i) => c.AccMode[i] == LockedByMe);
-            ctx.Recorder!.Commit(ctx, history);
-        }
-        reason = AbortReason.None;
-        return true;
+        if (history is not null) ctx.Recorder!.Commit(ctx, history);
     }
 
-    void Unlock(TxnContext ctx)
+    /// <summary>Gives back the inserts' keys and unlocks whatever phase 1 locked; the ops wrote
+    /// only private copies.</summary>
+    protected override void Abort(TxnContext ctx)
     {
+        InsertSet.Abort(Db, ctx);
         for (int i = 0; i < ctx.AccessCount; i++)
         {
             if (ctx.AccMode[i] != LockedByMe) continue;
             ref long word = ref Db[ctx.AccTable[i]].Word(ctx.AccRow[i]);
             Volatile.Write(ref word, Volatile.Read(ref word) & ~LockBit);
             ctx.AccMode[i] = 0;
-        }
-    }
-
-    protected override void Abort(TxnContext ctx) { } // nothing was locked or written before commit
-
-    static void SortByRow(TxnContext ctx, Span<int> accesses)
-    {
-        for (int i = 1; i < accesses.Length; i++)
-        {
-            int a = accesses[i];
-            int j = i - 1;
-            while (j >= 0 && (ctx.AccTable[accesses[j]] > ctx.AccTable[a] ||
-                              (ctx.AccTable[accesses[j]] == ctx.AccTable[a] && ctx.AccRow[accesses[j]] > ctx.AccRow[a])))
-            {
-                accesses[j + 1] = accesses[j];
-                j--;
-            }
-            accesses[j + 1] = a;
         }
     }
 }

@@ -132,6 +132,9 @@ public sealed class StealDb : ITransactionProtocol
         long tid = ctx.TxnId;
         var program = ctx.Program;
         int n = program.Ops.Length;
+        // One wait for the whole loop, restarted by each op run: a new one each round would
+        // spin its shortest round for ever and never yield the core to a descheduled thief.
+        var idle = new SpinWait();
         for (int cursor = 0; ;)
         {
             int entry = NextRunnable(s, cursor, tid);
@@ -139,6 +142,7 @@ public sealed class StealDb : ITransactionProtocol
             {
                 cursor++;
                 RunOp(s, entry - 1, tid, 0, s.Worker);
+                idle.Reset();
                 continue;
             }
             if (entry == 0)
@@ -148,7 +152,6 @@ public sealed class StealDb : ITransactionProtocol
                 // here and skipped, before the slot is reused.
                 if (Volatile.Read(ref s.Words.Doom) != 0) CloseUnclaimed(s, tid, cursor);
             }
-            var idle = new SpinWait();
             Spin.Once(ref idle);
         }
         var outcome = Decide(s, ctx, out reason);
@@ -224,13 +227,15 @@ public sealed class StealDb : ITransactionProtocol
     {
         bool committed = Install(s, ctx, out reason);
         Release(s, ctx.TxnId, committed);
-        return committed ? Outcome.Committed
-            : reason is AbortReason.User or AbortReason.TableFull ? Outcome.UserAborted : Outcome.Aborted;
+        return committed ? Outcome.Committed : AbortReasons.OutcomeOf(reason);
     }
 
     /// <summary>OwnerDecide: commit, recording the history, or abort, restoring the before-images
     /// of the rows written in place. True when committed. A committed row's version is installed
-    /// by <see cref="Release"/>, under its lock, which hides the version until the unlock.</summary>
+    /// by <see cref="Release"/>, under its lock, which hides the version until the unlock.
+    /// The participant's steps, as the op-by-op protocols take them: the prepare is the doom
+    /// word's vote and the inserts' (every op has ended, so the attempt waits for nothing else);
+    /// an insert body that throws is the owner's failure, raised once the release is done.</summary>
     bool Install(Slot s, TxnContext ctx, out AbortReason reason)
     {
         var program = ctx.Program;
@@ -240,7 +245,6 @@ public sealed class StealDb : ITransactionProtocol
         if (reason == AbortReason.None)
         {
             Audit?.Committing(ctx.TxnId, n);
-            var history = ctx.Recorder is null ? null : new List<Access>(n);
             ctx.InsertCount = 0;
             for (int i = 0; i < n; i++)
             {
@@ -248,8 +252,19 @@ public sealed class StealDb : ITransactionProtocol
                 ctx.InsOp[ctx.InsertCount] = i;
                 ctx.InsKey[ctx.InsertCount++] = s.Ops[i].InsertKey;
             }
-            if (OpByOpProtocol.ApplyInserts(_db, ctx, history))
+            try
             {
+                reason = InsertSet.Prepare(_db, ctx, versionInWord: false).Reason;
+            }
+            catch (Exception e) when (!_failureEscapes)
+            {
+                Fail(s, e);
+                reason = AbortReason.User;
+            }
+            if (reason == AbortReason.None)
+            {
+                var history = ctx.Recorder is null ? null : new List<Access>(n);
+                InsertSet.Commit(_db, ctx, history);
                 if (history is not null)
                 {
                     for (int i = 0; i < n; i++)
@@ -263,7 +278,7 @@ public sealed class StealDb : ITransactionProtocol
                 Trace?.Add(new(StealDbAction.OwnerDecide, ctx.TxnId, Ok: true));
                 return true;
             }
-            reason = AbortReason.TableFull;
+            InsertSet.Abort(_db, ctx);
         }
         for (int i = n - 1; i >= 0; i--)
         {

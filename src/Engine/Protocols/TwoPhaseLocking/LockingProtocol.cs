@@ -61,15 +61,13 @@ public abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(setu
 
     static readonly Func<TxnContext, int, bool> Written = (ctx, i) => ctx.AccBuffer[i] != TxnContext.NotWritten;
 
-    protected override bool Commit(TxnContext ctx, out AbortReason reason)
+    /// <summary>Every lock is held (strict 2PL's growing phase is over), so only the inserts can refuse.</summary>
+    protected override Vote Prepare(TxnContext ctx) => InsertSet.Prepare(Db, ctx, versionInWord: false);
+
+    protected override void Commit(TxnContext ctx)
     {
         var history = ctx.Recorder is null ? null : new List<Access>(ctx.AccessCount + ctx.InsertCount);
-        if (!ApplyInserts(Db, ctx, history))
-        {
-            Abort(ctx);
-            reason = AbortReason.TableFull;
-            return false;
-        }
+        InsertSet.Commit(Db, ctx, history);
         for (int i = 0; i < ctx.AccessCount; i++)
         {
             if (ctx.AccBuffer[i] != TxnContext.NotWritten) Volatile.Write(ref Db[ctx.AccTable[i]].Version(ctx.AccRow[i]), ctx.TxnId);
@@ -80,12 +78,11 @@ public abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(setu
             ctx.Recorder!.Commit(ctx, history);
         }
         ReleaseAll(ctx);
-        reason = AbortReason.None;
-        return true;
     }
 
     protected override void Abort(TxnContext ctx)
     {
+        InsertSet.Abort(Db, ctx);
         RestoreImages(ctx);
         ReleaseAll(ctx);
     }

@@ -36,8 +36,10 @@ public sealed class Ordered(ProtocolSetup setup) : LockingProtocol(setup)
             if (access < 0) access = ctx.AddAccess(table.Id, row);
             if (op.Writes(args)) ctx.AccExtra[access] = 1; // wanted exclusive
         }
-        SortAccessesByRow(ctx);
-        for (int i = 0; i < ctx.AccessCount; i++)
+        Span<int> order = ctx.Scratch.AsSpan(0, ctx.AccessCount);
+        for (int i = 0; i < order.Length; i++) order[i] = i;
+        SortByRow(ctx, order);
+        foreach (int i in order)
         {
             var table = Db[ctx.AccTable[i]];
             var wait = new SpinWait();
@@ -45,27 +47,6 @@ public sealed class Ordered(ProtocolSetup setup) : LockingProtocol(setup)
             ctx.AccVersion[i] = Volatile.Read(ref table.Version(ctx.AccRow[i]));
         }
         return RunOps(ctx, out reason);
-    }
-
-    /// <summary>Insertion sort by (table, row): access sets are at most a few dozen rows.</summary>
-    static void SortAccessesByRow(TxnContext ctx)
-    {
-        for (int i = 1; i < ctx.AccessCount; i++)
-        {
-            int t = ctx.AccTable[i], r = ctx.AccRow[i];
-            int extra = ctx.AccExtra[i];
-            int j = i - 1;
-            while (j >= 0 && (ctx.AccTable[j] > t || (ctx.AccTable[j] == t && ctx.AccRow[j] > r)))
-            {
-                ctx.AccTable[j + 1] = ctx.AccTable[j];
-                ctx.AccRow[j + 1] = ctx.AccRow[j];
-                ctx.AccExtra[j + 1] = ctx.AccExtra[j];
-                j--;
-            }
-            ctx.AccTable[j + 1] = t;
-            ctx.AccRow[j + 1] = r;
-            ctx.AccExtra[j + 1] = extra;
-        }
     }
 
     protected override bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason) =>

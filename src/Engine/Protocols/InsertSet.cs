@@ -1,0 +1,115 @@
+using System.Diagnostics;
+using Contend.Engine.History;
+using Contend.Engine.Programs;
+using Contend.Engine.Runtime;
+using Contend.Engine.Storage;
+
+namespace Contend.Engine.Protocols;
+
+/// <summary>
+/// An attempt's inserts as participant steps, shared by every protocol: prepare makes the rows
+/// and claims their keys without making them reachable, commit reveals them, abort gives the
+/// keys back. Everything that can refuse an insert (a full table, a body's UserAbort, a key
+/// already there) or throw (a body) happens in prepare, before anything is visible, so an
+/// attempt that fails there leaves nothing behind.
+/// </summary>
+internal static class InsertSet
+{
+    /// <summary>
+    /// Allocates (or, when the attempt reserved them, keys) the inserted rows, runs their
+    /// bodies into them, stamps them with the attempt's id (and the record word too when
+    /// <paramref name="versionInWord"/>: Silo's word is the row's version), then claims their
+    /// keys in (table, key) order (<see cref="Table.Claim"/>). Call once the attempt waits for
+    /// nothing else. Rows allocated stay unreachable whatever the vote.
+    /// </summary>
+    public static Vote Prepare(Database db, TxnContext ctx, bool versionInWord)
+    {
+        int n = ctx.InsertCount;
+        if (n == 0) return Vote.Yes;
+        var program = ctx.Program;
+        Debug.Assert(ctx.InsertsClaimed == 0, $"program {program.Name}: inserts prepared twice in one attempt");
+        Debug.Assert(!ctx.InsertRowsReserved || ctx.InsOp.AsSpan(0, n).SequenceEqual(program.InsertsInOrder),
+                     $"program {program.Name}: the inserts made are not the ones rows were reserved for");
+        for (int i = 0; i < n; i++)
+        {
+            var table = db[program.Ops[ctx.InsOp[i]].TableId];
+            if (ctx.InsertRowsReserved) table.Assign(ctx.InsRow[i], ctx.InsKey[i]);
+            else if ((ctx.InsRow[i] = table.Allocate(ctx.InsKey[i])) < 0) return new Vote(AbortReason.TableFull);
+        }
+        for (int i = 0; i < n; i++)
+        {
+            var op = program.Ops[ctx.InsOp[i]];
+            var table = db[op.TableId];
+            int row = ctx.InsRow[i];
+            long result = program.RunBody(op, write: true, table.Payload(row), ctx.Args, ctx.Results);
+            if (result == TxnProgram.UserAbort) return new Vote(AbortReason.User);
+            ctx.Results[op.Index] = result;
+            Volatile.Write(ref table.Version(row), ctx.TxnId);
+            if (versionInWord) Volatile.Write(ref table.Word(row), ctx.TxnId);
+        }
+        SortByKey(ctx);
+        // Each claim takes a random index slot by CAS, and a locked instruction waits for its
+        // line: asking for every slot's line first makes the misses overlap instead.
+        for (int i = 0; i < n; i++) db[program.Ops[ctx.InsOp[i]].TableId].PrefetchIndex(ctx.InsKey[i]);
+        for (int k = 0; k < n; k++)
+        {
+            int i = ctx.InsOrder[k];
+            var op = program.Ops[ctx.InsOp[i]];
+            var table = db[op.TableId];
+            int slot = table.Claim(ctx.InsRow[i]);
+            if (slot < 0)
+            {
+                ctx.Duplicate = new DuplicateKey(program.Name, op.Name, table.Name, ctx.InsKey[i]);
+                return new Vote(AbortReason.DuplicateKey);
+            }
+            ctx.InsSlot[i] = slot;
+            ctx.InsertsClaimed = k + 1;
+        }
+        return Vote.Yes;
+    }
+
+    /// <summary>Makes every claimed row reachable, and records it in the history.</summary>
+    public static void Commit(Database db, TxnContext ctx, List<Access>? history)
+    {
+        Debug.Assert(ctx.InsertsClaimed == ctx.InsertCount, $"program {ctx.Program.Name}: inserts committed without every key claimed");
+        for (int k = 0; k < ctx.InsertsClaimed; k++)
+        {
+            int i = ctx.InsOrder[k];
+            var table = db[ctx.Program.Ops[ctx.InsOp[i]].TableId];
+            table.Reveal(ctx.InsSlot[i]);
+            history?.Add(new Access(HistoryRecorder.RowKey(table.Id, ctx.InsRow[i]), HistoryRecorder.NewRow, true));
+        }
+        ctx.InsertsClaimed = 0;
+    }
+
+    /// <summary>Gives back every key the attempt claimed; nothing else of an insert was ever visible.</summary>
+    public static void Abort(Database db, TxnContext ctx)
+    {
+        for (int k = 0; k < ctx.InsertsClaimed; k++)
+        {
+            int i = ctx.InsOrder[k];
+            db[ctx.Program.Ops[ctx.InsOp[i]].TableId].Retract(ctx.InsSlot[i]);
+        }
+        ctx.InsertsClaimed = 0;
+    }
+
+    /// <summary>Insertion sort of the inserts by (table, key) into <see cref="TxnContext.InsOrder"/>:
+    /// the one order every attempt claims keys in.</summary>
+    static void SortByKey(TxnContext ctx)
+    {
+        var ops = ctx.Program.Ops;
+        for (int i = 0; i < ctx.InsertCount; i++)
+        {
+            int table = ops[ctx.InsOp[i]].TableId;
+            long key = ctx.InsKey[i];
+            int j = i - 1;
+            while (j >= 0 && (ops[ctx.InsOp[ctx.InsOrder[j]]].TableId > table ||
+                              ops[ctx.InsOp[ctx.InsOrder[j]]].TableId == table && ctx.InsKey[ctx.InsOrder[j]] > key))
+            {
+                ctx.InsOrder[j + 1] = ctx.InsOrder[j];
+                j--;
+            }
+            ctx.InsOrder[j + 1] = i;
+        }
+    }
+}
