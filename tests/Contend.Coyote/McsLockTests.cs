@@ -1,3 +1,4 @@
+using Contend.Engine.Protocols;
 using Contend.Engine.Protocols.TwoPhaseLocking;
 using Contend.Engine.Runtime;
 using Microsoft.Coyote.Specifications;
@@ -24,7 +25,7 @@ public static class McsLockTests
 
     static async Task Run(bool releaseClearsTail)
     {
-        var mcs = new McsLock(Threads, releaseClearsTail);
+        var mcs = new McsLock(Threads, new MutantFlag(releaseClearsTail ? Mutants.McsReleaseClearTail : Mutants.None, Mutants.McsReleaseClearTail));
         var tail = new long[1];
         var inCriticalSection = new int[1];
         var lastHolder = new long[] { -1 };

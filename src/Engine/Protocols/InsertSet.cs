@@ -30,14 +30,26 @@ internal static class InsertSet
         Debug.Assert(ctx.InsertsClaimed == 0, $"program {program.Name}: inserts prepared twice in one attempt");
         Debug.Assert(!ctx.InsertRowsReserved || ctx.InsOp.AsSpan(0, n).SequenceEqual(program.InsertsInOrder),
                      $"program {program.Name}: the inserts made are not the ones rows were reserved for");
+        // Each claim takes a random index slot by CAS, and a locked instruction waits for its
+        // line: asking for every slot's line first, with the rows made and filled in between,
+        // makes the misses overlap instead. So do the rows' own: every row is made (its key
+        // stored in its header) before the first body runs.
+        for (int i = 0; i < n; i++) db[program.Ops[ctx.InsOp[i]].TableId].PrefetchIndex(ctx.InsKey[i]);
         for (int i = 0; i < n; i++)
         {
             var table = db[program.Ops[ctx.InsOp[i]].TableId];
             if (ctx.InsertRowsReserved) table.Assign(ctx.InsRow[i], ctx.InsKey[i]);
             else if ((ctx.InsRow[i] = table.Allocate(ctx.InsKey[i])) < 0) return new Vote(AbortReason.TableFull);
         }
-        for (int i = 0; i < n; i++)
+        SortByKey(ctx);
+        // Then one insert at a time: filled, then claimed. A claim's CAS waits for the stores
+        // before it, so they drain one row at a time between claims (filling every row first and
+        // claiming after ran TPC-C 5-7% slower on one worker; making each row just before its
+        // fill, 15% slower under Strife). The bodies read only args and the results of the ops
+        // that are not inserts, so their order does not matter.
+        for (int k = 0; k < n; k++)
         {
+            int i = ctx.InsOrder[k];
             var op = program.Ops[ctx.InsOp[i]];
             var table = db[op.TableId];
             int row = ctx.InsRow[i];
@@ -46,17 +58,7 @@ internal static class InsertSet
             ctx.Results[op.Index] = result;
             Volatile.Write(ref table.Version(row), ctx.TxnId);
             if (versionInWord) Volatile.Write(ref table.Word(row), ctx.TxnId);
-        }
-        SortByKey(ctx);
-        // Each claim takes a random index slot by CAS, and a locked instruction waits for its
-        // line: asking for every slot's line first makes the misses overlap instead.
-        for (int i = 0; i < n; i++) db[program.Ops[ctx.InsOp[i]].TableId].PrefetchIndex(ctx.InsKey[i]);
-        for (int k = 0; k < n; k++)
-        {
-            int i = ctx.InsOrder[k];
-            var op = program.Ops[ctx.InsOp[i]];
-            var table = db[op.TableId];
-            int slot = table.Claim(ctx.InsRow[i]);
+            int slot = table.Claim(row);
             if (slot < 0)
             {
                 ctx.Duplicate = new DuplicateKey(program.Name, op.Name, table.Name, ctx.InsKey[i]);
@@ -94,17 +96,20 @@ internal static class InsertSet
     }
 
     /// <summary>Insertion sort of the inserts by (table, key) into <see cref="TxnContext.InsOrder"/>:
-    /// the one order every attempt claims keys in.</summary>
+    /// the one order every attempt claims keys in. A program's inserts usually come in that order
+    /// already (TPC-C's order lines by line number), so it costs a compare each.</summary>
     static void SortByKey(TxnContext ctx)
     {
         var ops = ctx.Program.Ops;
-        for (int i = 0; i < ctx.InsertCount; i++)
+        int n = ctx.InsertCount;
+        Span<int> tables = stackalloc int[n];
+        for (int i = 0; i < n; i++) tables[i] = ops[ctx.InsOp[i]].TableId;
+        for (int i = 0; i < n; i++)
         {
-            int table = ops[ctx.InsOp[i]].TableId;
+            int table = tables[i];
             long key = ctx.InsKey[i];
             int j = i - 1;
-            while (j >= 0 && (ops[ctx.InsOp[ctx.InsOrder[j]]].TableId > table ||
-                              ops[ctx.InsOp[ctx.InsOrder[j]]].TableId == table && ctx.InsKey[ctx.InsOrder[j]] > key))
+            while (j >= 0 && (tables[ctx.InsOrder[j]] > table || tables[ctx.InsOrder[j]] == table && ctx.InsKey[ctx.InsOrder[j]] > key))
             {
                 ctx.InsOrder[j + 1] = ctx.InsOrder[j];
                 j--;

@@ -21,7 +21,7 @@ namespace Contend.Engine.Protocols;
 public abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtocol
 {
     protected readonly Database Db = setup.Database;
-    readonly bool _prepareOutsideUndo = setup.Mutants.HasFlag(Mutants.PrepareOutsideUndo);
+    readonly MutantFlag _prepareOutsideUndo = new(setup.Mutants, Mutants.PrepareOutsideUndo);
 
     public abstract string Name { get; }
 

@@ -99,18 +99,53 @@ public interface IBatchProtocol : IProtocol
 
 /// <summary>What a protocol is built from.</summary>
 /// <param name="Strife">Strife's knobs (batch size, alpha, ...); null: its defaults</param>
-public sealed record ProtocolSetup(Database Database, int Workers, Mutants Mutants, Strife.StrifeOptions? Strife = null)
+public sealed record ProtocolSetup(Database Database, int Workers, Strife.StrifeOptions? Strife = null)
 {
-    public static ProtocolSetup For(Database db, int workers) => new(db, workers, Mutants.None);
+    /// <summary>Broken protocol steps, for the tests that must catch them (test builds only: see <see cref="MutantFlag"/>).</summary>
+    internal Mutants Mutants { get; init; }
+
+    internal ProtocolSetup(Database database, int workers, Mutants mutants, Strife.StrifeOptions? strife = null) : this(database, workers, strife)
+    {
+        Mutants = mutants;
+    }
+
+    public static ProtocolSetup For(Database db, int workers) => new(db, workers);
 }
 
 /// <summary>
-/// Deliberately broken copies of protocol steps, for tests that must catch them. Each
-/// protocol reads the flags it knows once, into readonly fields, so a run without mutants
-/// pays one predictable branch and no Enum.HasFlag on the hot path.
+/// One mutant's switch as a protocol holds it: read where the broken step would run, it is
+/// false unless the process enabled mutants (the runtime switch <see cref="SwitchName"/>, which
+/// only the test projects set) and the protocol was built with the mutant. In every other
+/// process <see cref="Enabled"/> is a static readonly false, which the JIT folds once the class
+/// is initialized: the check and the branch it guards are compiled away, and the mutant's field
+/// is never loaded on the hot path.
+/// </summary>
+internal readonly struct MutantFlag
+{
+    public const string SwitchName = "Contend.Engine.Mutants";
+
+    static readonly bool Enabled = AppContext.TryGetSwitch(SwitchName, out bool on) && on;
+
+    readonly bool _on;
+
+    public MutantFlag(Mutants built, Mutants mutant)
+    {
+        if (built.HasFlag(mutant) && !Enabled)
+            throw new InvalidOperationException($"mutant {mutant}: this process has not enabled mutants (runtime switch {SwitchName}); only the test projects do");
+        _on = built.HasFlag(mutant);
+    }
+
+    [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.AggressiveInlining)]
+    public static implicit operator bool(MutantFlag flag) => Enabled && flag._on;
+}
+
+/// <summary>
+/// Deliberately broken copies of protocol steps, for tests that must catch them. Internal:
+/// the test projects reach them (InternalsVisibleTo), a service cannot, and a process that has
+/// not enabled them pays nothing for them (<see cref="MutantFlag"/>).
 /// </summary>
 [Flags]
-public enum Mutants
+internal enum Mutants
 {
     None = 0,
     /// <summary>MCSLock.tla MutantReleaseClearTail: UNLOCK clears the tail without a CAS

@@ -57,7 +57,7 @@ public sealed class BatchEngine : IDisposable
     readonly CancellationTokenSource _closed = new();
     long _waited;
     /// <summary>Twins (<see cref="Mutants.BatchEngineLostWakeup"/>, <see cref="Mutants.BatchEngineCloseWithoutWait"/>).</summary>
-    readonly bool _lostWakeup, _closeWithoutWait;
+    readonly MutantFlag _lostWakeup, _closeWithoutWait;
 
     /// <param name="protocol">a batch protocol's name (<see cref="ProtocolRegistry.IsBatch"/>)</param>
     /// <param name="workers">the engine's worker threads, 1..255</param>
@@ -82,8 +82,8 @@ public sealed class BatchEngine : IDisposable
         EmbeddedWorkers.CheckProtocol(protocol, batch: true);
         _protocol = (IBatchProtocol)ProtocolRegistry.Create(protocol, new ProtocolSetup(db, workers, mutants, options));
         _workers = new EmbeddedWorkers(_protocol, workers, recordHistory, name);
-        _lostWakeup = mutants.HasFlag(Mutants.BatchEngineLostWakeup);
-        _closeWithoutWait = mutants.HasFlag(Mutants.BatchEngineCloseWithoutWait);
+        _lostWakeup = new(mutants, Mutants.BatchEngineLostWakeup);
+        _closeWithoutWait = new(mutants, Mutants.BatchEngineCloseWithoutWait);
         if (maxPending is int bound) _room = new SemaphoreSlim(bound, bound);
         var source = new Submissions(_queue, _room);
         _live = workers;

@@ -14,7 +14,9 @@ namespace Contend.Engine.Runtime;
 /// phase is read from away from every other core.
 /// <code>
 ///   +0    Phase, Failed       read by every worker, written at a phase change
-///   +64   Timestamps          taken in blocks (<see cref="TimestampBlock"/>)
+///   +64   Timestamps          incremented once a transaction (WaitDie's ages, in arrival
+///                             order: taken in blocks per worker instead, WaitDie ran TPC-C at
+///                             0.84x, docs/measured/Core.md)
 ///   +128  Quota               decremented by every draw of a batch protocol
 /// </code>
 /// </remarks>
@@ -29,14 +31,6 @@ public sealed class RunControl
     /// <summary>Transactions that may still be drawn, over all workers (a run of fixed size);
     /// long.MaxValue for a timed run.</summary>
     [FieldOffset(128)] public long Quota;
-
-    /// <summary>How many WaitDie timestamps a per-transaction worker takes from
-    /// <see cref="Timestamps"/> at once: one atomic add per this many transactions instead of
-    /// one per transaction. A worker's transactions then count as older than those another
-    /// worker started from a later block, for at most this many transactions; WaitDie needs
-    /// only that ages be distinct and that a retried transaction keep its own, so that it ends
-    /// up the oldest (every later block is younger).</summary>
-    public const int TimestampBlock = 64;
 
     public RunControl(int phase, long quota)
     {

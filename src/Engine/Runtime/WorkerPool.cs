@@ -115,7 +115,6 @@ public static class WorkerPool
                      ref int phase, ref long timestamps, ref ulong rng)
     {
         bool measuring = false;
-        long nextTimestamp = 0, endTimestamp = 0;
         for (long done = 0; limit <= 0 || done < limit; done++)
         {
             int now = Volatile.Read(ref phase);
@@ -126,12 +125,7 @@ public static class WorkerPool
                 measuring = true;
             }
             var program = source.Next(ctx);
-            if (nextTimestamp == endTimestamp)
-            {
-                nextTimestamp = Interlocked.Add(ref timestamps, RunControl.TimestampBlock) - RunControl.TimestampBlock + 1;
-                endTimestamp = nextTimestamp + RunControl.TimestampBlock;
-            }
-            ctx.Start(program, nextTimestamp++);
+            ctx.Start(program, Interlocked.Increment(ref timestamps));
             long start = Stopwatch.GetTimestamp();
             for (int retries = 0; ; retries++)
             {

@@ -144,7 +144,7 @@ public sealed unsafe class Table : IDisposable
     {
         if (!Sse.IsSupported) return;
         long probe = Probe(key), entry = Volatile.Read(ref _slots[Home(key)]);
-        if ((entry & RowMask) == 0 || (entry & KeyMask) != probe) return; // empty, or a tombstone, or another key
+        if (entry == 0 || (entry & ~RowMask) != probe) return; // empty, claimed, a tombstone, or another key
         int row = RowOf(entry);
         if ((probe & WideBit) != 0) Sse.Prefetch0(Row(row));
         if (_stamps is not null) PrefetchStamp(row);
@@ -178,7 +178,7 @@ public sealed unsafe class Table : IDisposable
         {
             long entry = Volatile.Read(ref _slots[slot]);
             if (entry == 0) return -1;
-            if (Holds(entry, probe, key)) return (entry & DarkBit) == 0 ? RowOf(entry) : -1;
+            if (Holds(entry, probe, key)) return RowOf(entry);
             slot = slot + 1 == _slots.Length ? 0 : slot + 1;
         }
     }
@@ -191,10 +191,16 @@ public sealed unsafe class Table : IDisposable
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     static int RowOf(long entry) => (int)(entry & RowMask) - 1;
 
-    /// <summary>Whether a non-empty slot word names the row of this key, claimed or committed
-    /// (probe = Probe(key)); never a tombstone.</summary>
+    /// <summary>Whether a non-empty slot word names the committed row of this key (probe =
+    /// Probe(key)). A probe never has the dark bit, so a claimed slot or a tombstone never
+    /// matches: a lookup passes over them as over another key's, with no test of its own.</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     bool Holds(long entry, long probe, long key) =>
+        (entry & ~RowMask) == probe && ((probe & WideBit) == 0 || Key(RowOf(entry)) == key);
+
+    /// <summary>Whether a non-empty slot word names this key's row, committed or claimed; never a tombstone.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    bool HoldsOrClaims(long entry, long probe, long key) =>
         (entry & KeyMask) == probe && (entry & RowMask) != 0 && ((probe & WideBit) == 0 || Key(RowOf(entry)) == key);
 
     /// <summary>
@@ -252,7 +258,7 @@ public sealed unsafe class Table : IDisposable
                 if (Interlocked.CompareExchange(ref _slots[slot], probe | DarkBit | (row + 1L), 0) == 0) return slot;
                 continue; // lost the slot to another insert: look at what it put there
             }
-            if (Holds(entry, probe, key))
+            if (HoldsOrClaims(entry, probe, key))
             {
                 if ((entry & DarkBit) == 0) return -1;
                 Spin.Once(ref wait); // another attempt's claim: wait for its commit or abort

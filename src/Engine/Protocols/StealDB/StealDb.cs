@@ -77,15 +77,15 @@ public sealed class StealDb : ITransactionProtocol
     readonly int _imageBytes;
     /// <summary>Basic policy only: per table and row, the worker slot whose transaction holds the row's lock, + 1.</summary>
     readonly int[][]? _holders;
-    readonly bool _readThenClear, _claimTestThenSet, _earlyRelease, _runWithoutLock, _timeoutLeavesQueue, _failureEscapes;
+    readonly MutantFlag _readThenClear, _claimTestThenSet, _earlyRelease, _runWithoutLock, _timeoutLeavesQueue, _failureEscapes;
 
     /// <summary>Test hook: when set, every claim, take, lock and release is checked against the
     /// spec's invariants. Null in production: one predictable branch per event.</summary>
-    public StealDbAudit? Audit { get; set; }
+    internal StealDbAudit? Audit { get; set; }
 
     /// <summary>Test hook: when set, every step is recorded as the spec action it implements,
     /// for trace validation against the spec (<see cref="StealDbTrace"/>). Null in production.</summary>
-    public StealDbTrace? Trace { get; set; }
+    internal StealDbTrace? Trace { get; set; }
 
     public string Name { get; }
 
@@ -98,14 +98,14 @@ public sealed class StealDb : ITransactionProtocol
         _imageBytes = (Math.Max(1, _db.Tables.Count == 0 ? 1 : _db.Tables.Max(t => t.PayloadSize)) + 63) & ~63;
         _slots = new Slot[setup.Workers];
         for (int w = 0; w < setup.Workers; w++) _slots[w] = new Slot(w, _imageBytes);
-        _lock = new McsLock(setup.Workers * TxnContext.MaxOps, setup.Mutants.HasFlag(Mutants.McsReleaseClearTail));
+        _lock = new McsLock(setup.Workers * TxnContext.MaxOps, new MutantFlag(setup.Mutants, Mutants.McsReleaseClearTail));
         if (options.Policy == StealPolicy.Basic) _holders = _db.Tables.Select(t => new int[t.Capacity]).ToArray();
-        _readThenClear = setup.Mutants.HasFlag(Mutants.StealReadThenClear);
-        _claimTestThenSet = setup.Mutants.HasFlag(Mutants.StealClaimTestThenSet);
-        _earlyRelease = setup.Mutants.HasFlag(Mutants.StealEarlyRelease);
-        _runWithoutLock = setup.Mutants.HasFlag(Mutants.StealRunWithoutLock);
-        _timeoutLeavesQueue = setup.Mutants.HasFlag(Mutants.StealTimeoutLeavesQueue);
-        _failureEscapes = setup.Mutants.HasFlag(Mutants.StealFailureEscapes);
+        _readThenClear = new(setup.Mutants, Mutants.StealReadThenClear);
+        _claimTestThenSet = new(setup.Mutants, Mutants.StealClaimTestThenSet);
+        _earlyRelease = new(setup.Mutants, Mutants.StealEarlyRelease);
+        _runWithoutLock = new(setup.Mutants, Mutants.StealRunWithoutLock);
+        _timeoutLeavesQueue = new(setup.Mutants, Mutants.StealTimeoutLeavesQueue);
+        _failureEscapes = new(setup.Mutants, Mutants.StealFailureEscapes);
     }
 
     /// <summary>Ops run by a worker other than their transaction's owner, summed over workers;

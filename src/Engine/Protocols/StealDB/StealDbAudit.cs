@@ -15,7 +15,7 @@ namespace Contend.Engine.Protocols.StealDB;
 /// </list>
 /// One lock guards it all: the events are few in a test and the checks must see them in order.
 /// </summary>
-public sealed class StealDbAudit(Action<string>? fail = null)
+internal sealed class StealDbAudit(Action<string>? fail = null)
 {
     readonly object _gate = new();
     readonly Dictionary<(long Tid, int Op), int> _runs = new();

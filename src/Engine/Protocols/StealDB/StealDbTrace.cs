@@ -1,7 +1,7 @@
 namespace Contend.Engine.Protocols.StealDB;
 
 /// <summary>The actions of specs/StealDB/StealDB.tla that the engine records, one per step it takes.</summary>
-public enum StealDbAction
+internal enum StealDbAction
 {
     OwnerRunNext, OwnerCloseOp, RunOpClaim, RunOpTryLock, RunOpSkip, WaiterProceed, WaiterTimeout,
     RunOpExecute, WaiterStealSwap, WaiterStealBack, WaiterStealRun, WaiterStealBasic,
@@ -19,7 +19,7 @@ public enum StealDbAction
 /// <param name="Token">the context taken: its transaction and 1-based runnable-queue position</param>
 /// <param name="Row">RunOpTryLock, OwnerRelease: the row's key in the history (table and row)</param>
 /// <param name="Read">RunOpExecute: the version the op read (0: the row's initial value)</param>
-public readonly record struct StealDbEvent(
+internal readonly record struct StealDbEvent(
     StealDbAction Action, long Worker, long Tid = 0, int Op = -1, bool Ok = false, long Predecessor = 0,
     long From = 0, (long Tid, int Position) Token = default, long Row = -1, long Read = 0);
 
@@ -31,7 +31,7 @@ public readonly record struct StealDbEvent(
 /// (ExecuteOp's outcome, runnable queue and steal context) are then atomic, as the spec's actions
 /// are; in production they are not, which the Coyote tests explore.
 /// </summary>
-public sealed class StealDbTrace
+internal sealed class StealDbTrace
 {
     internal readonly object Gate = new();
 

@@ -41,8 +41,8 @@ namespace Contend.Engine.Protocols.Strife;
 /// </remarks>
 internal sealed class StrifeAnalysis(Database db, StrifeOptions options, Mutants mutants)
 {
-    readonly bool _allocateAcross = mutants.HasFlag(Mutants.StrifeAllocateAcross);
-    readonly bool _ignoreReads = mutants.HasFlag(Mutants.StrifeIgnoreReads);
+    readonly MutantFlag _allocateAcross = new(mutants, Mutants.StrifeAllocateAcross);
+    readonly MutantFlag _ignoreReads = new(mutants, Mutants.StrifeIgnoreReads);
     public readonly int MaxClusters = options.SpotRounds;
 
     /// <summary>Draws the chunk's transactions on this worker and pre-processes them: resolves

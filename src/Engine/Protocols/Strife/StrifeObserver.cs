@@ -10,7 +10,7 @@ namespace Contend.Engine.Protocols.Strife;
 /// barrier or the batch's end can count the transaction, <see cref="BatchDone"/> before the
 /// next batch's clusters can start.
 /// </summary>
-public interface IStrifeObserver
+internal interface IStrifeObserver
 {
     /// <summary>The analysis of a batch ended: its placement is final.</summary>
     void Analysed(StrifeBatchView batch);

@@ -49,7 +49,7 @@ public sealed class StrifeProtocol : IBatchProtocol
     readonly Unlocked _cluster;
     readonly NoWaitThenWaitDie _residual;
     readonly StrifeBatch[] _buffers;
-    readonly bool _noBarrier, _overlapEarly, _retryAfterCommit;
+    readonly MutantFlag _noBarrier, _overlapEarly, _retryAfterCommit;
     /// <summary>The batch whose clusters or residuals run (0: none yet); batch n is in buffer n mod 2.</summary>
     long _current;
     long _batches, _transactions, _residuals, _clusters, _analysisTicks;
@@ -67,15 +67,15 @@ public sealed class StrifeProtocol : IBatchProtocol
             new StrifeBatch(_options.BatchSize, _options.SpotRounds, 0, BatchPhase.Done), // batch 0: the empty one before the first
             new StrifeBatch(_options.BatchSize, _options.SpotRounds, 1, BatchPhase.Idle),
         ];
-        _noBarrier = setup.Mutants.HasFlag(Mutants.StrifeNoBarrier);
-        _overlapEarly = setup.Mutants.HasFlag(Mutants.StrifeOverlapEarly);
-        _retryAfterCommit = setup.Mutants.HasFlag(Mutants.StrifeRetryAfterCommit);
+        _noBarrier = new(setup.Mutants, Mutants.StrifeNoBarrier);
+        _overlapEarly = new(setup.Mutants, Mutants.StrifeOverlapEarly);
+        _retryAfterCommit = new(setup.Mutants, Mutants.StrifeRetryAfterCommit);
     }
 
     public string Name => "Strife";
     public StrifeOptions Options => _options;
     /// <summary>Test hook (null in production).</summary>
-    public IStrifeObserver? Observer { get; init; }
+    internal IStrifeObserver? Observer { get; init; }
 
     /// <summary>Batches analysed so far, and what their analyses made of them.</summary>
     public StrifeCounts Counts => new(Volatile.Read(ref _batches), Volatile.Read(ref _transactions), Volatile.Read(ref _residuals),

@@ -157,7 +157,7 @@ public abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(setu
 /// <summary>2PL that aborts at the first lock it cannot take.</summary>
 public sealed class NoWait(ProtocolSetup setup) : LockingProtocol(setup)
 {
-    readonly bool _ignoreLock = setup.Mutants.HasFlag(Mutants.NoWaitIgnoreLock);
+    readonly MutantFlag _ignoreLock = new(setup.Mutants, Mutants.NoWaitIgnoreLock);
 
     public override string Name => "NoWait";
 
@@ -178,7 +178,7 @@ public sealed class NoWait(ProtocolSetup setup) : LockingProtocol(setup)
 /// Waits only go from older to younger, so no cycle of waits can form.</summary>
 public sealed class WaitDie(ProtocolSetup setup) : LockingProtocol(setup)
 {
-    readonly bool _youngerWaits = setup.Mutants.HasFlag(Mutants.WaitDieYoungerWaits);
+    readonly MutantFlag _youngerWaits = new(setup.Mutants, Mutants.WaitDieYoungerWaits);
 
     public override string Name => "WaitDie";
 

@@ -20,9 +20,11 @@ public sealed class McsLock
     const int NodeLongs = 8, Next = 0, SpinFlag = 1;
 
     readonly long[] _nodes;
-    readonly bool _releaseClearsTail;
+    readonly MutantFlag _releaseClearsTail;
 
-    public McsLock(int nodes, bool releaseClearsTail = false)
+    public McsLock(int nodes) : this(nodes, default) { }
+
+    internal McsLock(int nodes, MutantFlag releaseClearsTail)
     {
         _nodes = new long[nodes * NodeLongs];
         _releaseClearsTail = releaseClearsTail;
@@ -99,7 +101,7 @@ public sealed class Mcs(ProtocolSetup setup) : LockingProtocol(setup)
     public const int WaitThreshold = 1 << 8;
     const byte Abandoned = 3;
 
-    readonly McsLock _lock = new(setup.Workers * TxnContext.MaxOps, setup.Mutants.HasFlag(Mutants.McsReleaseClearTail));
+    readonly McsLock _lock = new(setup.Workers * TxnContext.MaxOps, new MutantFlag(setup.Mutants, Mutants.McsReleaseClearTail));
 
     public override string Name => "Mcs";
 
