@@ -25,7 +25,7 @@ public enum AbortReason : byte
     User,
     /// <summary>An insert found its table full.</summary>
     TableFull,
-    /// <summary>An insert's key was already in its table (<see cref="Runtime.TxnContext.Duplicate"/> names it).</summary>
+    /// <summary>An insert's key was already in its table (<see cref="Runtime.TxnOutcome.Duplicate"/> names it).</summary>
     DuplicateKey,
 }
 

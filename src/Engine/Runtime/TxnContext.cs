@@ -72,14 +72,14 @@ public sealed class TxnContext
     public readonly int[] InsRow = new int[MaxOps];
     /// <summary>The index slot each insert claimed (valid for the first <see cref="InsertsClaimed"/>
     /// of <see cref="InsOrder"/>).</summary>
-    public readonly int[] InsSlot = new int[MaxOps];
+    internal readonly int[] InsSlot = new int[MaxOps];
     /// <summary>The inserts by (table, key): the order their keys are claimed in.</summary>
-    public readonly int[] InsOrder = new int[MaxOps];
+    internal readonly int[] InsOrder = new int[MaxOps];
     /// <summary>How many of <see cref="InsOrder"/> hold a claimed key, which an abort gives back.</summary>
-    public int InsertsClaimed;
+    internal int InsertsClaimed;
     /// <summary>Set when the last attempt ended <see cref="Protocols.AbortReason.DuplicateKey"/>: the
     /// insert refused. Cleared by <see cref="BeginAttempt"/>.</summary>
-    public Protocols.DuplicateKey? Duplicate;
+    internal Protocols.DuplicateKey? Duplicate;
 
     /// <summary>Working space for one commit step (Silo's sorted write set); nothing else may use it meanwhile.</summary>
     public readonly int[] Scratch = new int[MaxOps];
