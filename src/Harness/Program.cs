@@ -102,7 +102,7 @@ study.SetAction(parse =>
     };
 });
 
-var root = new RootCommand("contend: Contend's protocols on its workloads") { run, demo, study };
+var root = new RootCommand("contend: Contend's protocols on its workloads") { run, demo, study, ClusterCommand.Create() };
 try
 {
     var parsed = root.Parse(args);

@@ -31,11 +31,24 @@ public class CommandLineTests
     [InlineData("--hot is a stealdb knob; this run's workload is ycsb", "run", "--protocol", "NoWait", "--hot", "5")]
     [InlineData("--warehouses is a tpcc knob; this run's workload is stealdb", "run", "--protocol", "StealDB", "--workload", "stealdb", "--warehouses", "4")]
     [InlineData("--batch is a Strife knob; this run's protocol is WaitDie", "run", "--protocol", "WaitDie", "--batch", "100")]
+    [InlineData("--protocol Mcs: two-phase commit runs over NoWait, WaitDie, Silo", "cluster", "--protocol", "Mcs")]
+    [InlineData("topology: 300 nodes, must be 1..256", "cluster", "--protocol", "NoWait", "--nodes", "300")]
+    [InlineData("--network-delay-us 0: must be in (0, 1000000]", "cluster", "--protocol", "Silo", "--network-delay-us", "0")]
     public void BadInputExitsTwoWithOneLine(string message, params string[] args)
     {
         var (code, _, err) = Contend(args);
         Assert.Equal(2, code);
         Assert.Equal($"contend: {message}", err.Trim());
+    }
+
+    [Fact]
+    public void ClusterRunsTwoPhaseCommitAcrossPartitionsAndChecksIt()
+    {
+        var (code, output, _) = Contend("cluster", "--protocol", "WaitDie", "--nodes", "3", "--partitions", "6", "--network-delay-us", "20",
+                                        "--seconds", "0.05", "--rows", "2000", "--check");
+        Assert.Equal(0, code);
+        Assert.Contains("WaitDie over two-phase commit: 3 nodes, 6 partitions", output);
+        Assert.Matches(@"checked: [1-9][\d,]* transactions, 0 anomalies, 0 atomicity violations, 0 unfinished", output);
     }
 
     [Fact]

@@ -29,6 +29,10 @@ public sealed class HistoryRecorder
 
     public static long RowKey(int table, int row) => ((long)table << 40) | (uint)row;
 
+    /// <summary>A row key of one partition, made unique in the cluster: partition + 1 in bits 56-62
+    /// (a single node's keys have 0 there).</summary>
+    public static long PartitionRowKey(int partition, long rowKey) => ((long)(partition + 1) << 56) | rowKey;
+
     /// <summary>Called by the committing worker, from the context's access set: every access
     /// with a version read or a write installed.</summary>
     public void Commit(TxnContext ctx, List<Access> accesses) =>

@@ -145,7 +145,8 @@ public static class SerializabilityChecker
     /// <summary>A transaction id as worker.attempt, the way TxnContext builds it.</summary>
     public static string Txn(long id) => id == 0 ? "load" : $"w{id & 0xFF}.{id >> 8}";
 
-    public static string RowName(long row) => $"table {row >> 40} row {row & ((1L << 40) - 1)}";
+    public static string RowName(long row) =>
+        (row >> 56 == 0 ? "" : $"partition {(row >> 56) - 1} ") + $"table {(row >> 40) & 0xFFFF} row {row & ((1L << 40) - 1)}";
 
     /// <summary>Tarjan's algorithm, iterative (histories have millions of nodes); yields
     /// only components with more than one node (self-edges are never added).</summary>

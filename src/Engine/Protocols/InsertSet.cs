@@ -22,7 +22,9 @@ internal static class InsertSet
     /// keys in (table, key) order (<see cref="Table.Claim"/>). Call once the attempt waits for
     /// nothing else. Rows allocated stay unreachable whatever the vote.
     /// </summary>
-    public static Vote Prepare(Database db, TxnContext ctx, bool versionInWord)
+    /// <param name="waitForClaims">false for a participant across partitions: another attempt's
+    /// claim on a key is then a no vote (LockBusy) instead of a wait (<see cref="Table.Claim"/>)</param>
+    public static Vote Prepare(Database db, TxnContext ctx, bool versionInWord, bool waitForClaims = true)
     {
         int n = ctx.InsertCount;
         if (n == 0) return Vote.Yes;
@@ -58,7 +60,8 @@ internal static class InsertSet
             ctx.Results[op.Index] = result;
             Volatile.Write(ref table.Version(row), ctx.TxnId);
             if (versionInWord) Volatile.Write(ref table.Word(row), ctx.TxnId);
-            int slot = table.Claim(row);
+            int slot = table.Claim(row, waitForClaims);
+            if (slot == Table.ClaimedByAnother) return new Vote(AbortReason.LockBusy);
             if (slot < 0)
             {
                 ctx.Duplicate = new DuplicateKey(program.Name, op.Name, table.Name, ctx.InsKey[i]);

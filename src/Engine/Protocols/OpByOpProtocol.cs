@@ -91,6 +91,66 @@ public abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtocol
         return AbortReason.None;
     }
 
+    /// <summary>
+    /// One op of a transaction coordinated elsewhere (<see cref="TwoPhaseCommit"/>), run on this
+    /// participant's partition without ever holding the thread: where the single-node path would
+    /// wait for a lock, this returns <see cref="OpStep.Wait"/> with nothing of the op done, and the
+    /// caller tries again later. An insert is collected for prepare, as in the op loop.
+    /// </summary>
+    internal OpStep TryOp(TxnContext ctx, int opIndex, long key, out AbortReason reason)
+    {
+        var program = ctx.Program;
+        var op = program.Ops[opIndex];
+        if (op.Mode == AccessMode.Insert)
+        {
+            ctx.InsOp[ctx.InsertCount] = opIndex;
+            ctx.InsKey[ctx.InsertCount++] = key;
+            reason = AbortReason.None;
+            return OpStep.Done;
+        }
+        var table = Db[op.TableId];
+        int row = table.Find(key);
+        if (row < 0)
+        {
+            reason = AbortReason.User;
+            return OpStep.Refused;
+        }
+        bool write = op.Writes(ctx.Args);
+        var step = TryAccess(ctx, table, row, write, out var data, out int access, out reason);
+        if (step != OpStep.Done) return step;
+        long result = program.RunBody(op, write, data, ctx.Args, ctx.Results);
+        if (result == TxnProgram.UserAbort)
+        {
+            reason = AbortReason.User;
+            return OpStep.Refused;
+        }
+        ctx.Results[opIndex] = result;
+        AfterOp(ctx, table, access);
+        return OpStep.Done;
+    }
+
+    /// <summary>The participant's prepare for a coordinator elsewhere: as <see cref="Prepare"/>,
+    /// but a lock it would wait for is a no vote.</summary>
+    internal Vote PrepareParticipant(TxnContext ctx) => PrepareWithoutWaiting(ctx);
+
+    internal void CommitParticipant(TxnContext ctx) => Commit(ctx);
+
+    internal void AbortParticipant(TxnContext ctx) => Abort(ctx);
+
+    /// <summary>True for a protocol that runs as a participant of a transaction across
+    /// partitions (<see cref="TryAccess"/> and <see cref="PrepareWithoutWaiting"/> are its own).</summary>
+    internal virtual bool RunsAcrossPartitions => false;
+
+    /// <summary>As <see cref="Access"/>, but a grant that would wait returns <see cref="OpStep.Wait"/>
+    /// and leaves the access set as it was.</summary>
+    private protected virtual OpStep TryAccess(TxnContext ctx, Table table, int row, bool write, out Span<byte> data, out int access, out AbortReason reason) =>
+        throw new NotSupportedException($"protocol {Name} does not run as a participant across partitions");
+
+    /// <summary>As <see cref="Prepare"/>, but what it would wait for (a lock, another attempt's
+    /// claim on a key) is a no vote.</summary>
+    private protected virtual Vote PrepareWithoutWaiting(TxnContext ctx) =>
+        throw new NotSupportedException($"protocol {Name} does not run as a participant across partitions");
+
     /// <summary>Grants the op its row: the row itself (locking) or a private copy (optimistic).
     /// On false the protocol has recorded whatever <see cref="Abort"/> must undo.</summary>
     protected abstract bool Access(TxnContext ctx, Table table, int row, bool write, out Span<byte> data, out int access, out AbortReason reason);
@@ -135,3 +195,7 @@ public abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtocol
             history.Add(new Access(HistoryRecorder.RowKey(ctx.AccTable[i], ctx.AccRow[i]), ctx.AccVersion[i], written(ctx, i)));
     }
 }
+
+/// <summary>What a participant's op came to: done, refused (the transaction must abort, for the
+/// reason given), or not yet (a lock is held and the protocol would wait for it).</summary>
+internal enum OpStep : byte { Done, Refused, Wait }

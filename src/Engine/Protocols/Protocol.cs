@@ -11,7 +11,7 @@ public enum Outcome : byte { Committed, UserAborted, Aborted }
 public enum AbortReason : byte
 {
     None,
-    /// <summary>NoWait: the lock was held.</summary>
+    /// <summary>NoWait: the lock was held (and Silo's prepare across partitions, which does not wait for one).</summary>
     LockBusy,
     /// <summary>WaitDie: younger than a holder.</summary>
     Die,
@@ -27,6 +27,9 @@ public enum AbortReason : byte
     TableFull,
     /// <summary>An insert's key was already in its table (<see cref="Runtime.TxnOutcome.Duplicate"/> names it).</summary>
     DuplicateKey,
+    /// <summary>Across partitions: a participant's answer did not reach the coordinator in time
+    /// (a message lost, a link cut, or a lock wait longer than the coordinator waits).</summary>
+    NoReply,
 }
 
 public static class AbortReasons
@@ -203,6 +206,13 @@ internal enum Mutants
     /// outside the undo that covers the ops, so an insert body that throws at prepare leaves the
     /// attempt's locks held and its writes in place (every protocol before prepare was split out).</summary>
     PrepareOutsideUndo = 262144,
+    /// <summary>Two-phase commit: a participant commits as soon as it votes yes, before the
+    /// coordinator has every vote (another partition's no then leaves the transaction half
+    /// committed).</summary>
+    TpcParticipantCommitsOnYes = 524288,
+    /// <summary>Two-phase commit: a coordinator that decides abort tells no participant, so
+    /// those that ran ops or voted yes keep their locks for ever.</summary>
+    TpcCoordinatorForgetsAbort = 1048576,
 }
 
 /// <summary>Chooses protocols by name at run time.</summary>

@@ -108,6 +108,20 @@ public sealed class TxnContext
         long attempt = Interlocked.Increment(ref s_attempts[Worker * 8]);
         Debug.Assert(attempt < 1L << 41, "attempt ids past 2^41: StealDB's steal context holds 49-bit tids");
         TxnId = (attempt << 8) | (uint)Worker;
+        ClearSets();
+    }
+
+    /// <summary>Starts a participant's share of an attempt coordinated elsewhere, under the
+    /// coordinator's id and age (<see cref="Cluster.ClusterTxnId"/>).</summary>
+    internal void BeginParticipantAttempt(TxnProgram program, long txnId, long timestamp)
+    {
+        Start(program, timestamp);
+        TxnId = txnId;
+        ClearSets();
+    }
+
+    void ClearSets()
+    {
         AccessCount = 0;
         InsertCount = 0;
         InsertRowsReserved = false;

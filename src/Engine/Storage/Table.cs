@@ -244,12 +244,17 @@ public sealed unsafe class Table : IDisposable
     /// </summary>
     /// <remarks>An insert that waits here holds claims of its own, so the protocols claim an
     /// attempt's keys in one global order, (table, key), and claim only once they wait for
-    /// nothing else: no cycle of waits can form.</remarks>
-    public int Claim(int row)
+    /// nothing else: no cycle of waits can form. A participant of a transaction across
+    /// partitions cannot rely on that order (the claim it would wait for may hang on another
+    /// partition's vote), so it passes <paramref name="wait"/> false and gets
+    /// <see cref="ClaimedByAnother"/> instead of waiting.</remarks>
+    public const int ClaimedByAnother = -2;
+
+    public int Claim(int row, bool wait = true)
     {
         long key = Key(row), probe = Probe(key);
         int slot = Home(key);
-        var wait = new SpinWait();
+        var spin = new SpinWait();
         while (true)
         {
             long entry = Volatile.Read(ref _slots[slot]);
@@ -261,7 +266,8 @@ public sealed unsafe class Table : IDisposable
             if (HoldsOrClaims(entry, probe, key))
             {
                 if ((entry & DarkBit) == 0) return -1;
-                Spin.Once(ref wait); // another attempt's claim: wait for its commit or abort
+                if (!wait) return ClaimedByAnother;
+                Spin.Once(ref spin); // another attempt's claim: wait for its commit or abort
                 continue;
             }
             slot = slot + 1 == _slots.Length ? 0 : slot + 1;

@@ -1,5 +1,7 @@
 using System.Buffers.Binary;
+using Contend.Engine.Cluster;
 using Contend.Engine.Programs;
+using Contend.Engine.Protocols.TwoPhaseCommit;
 using Contend.Engine.Runtime;
 using Contend.Engine.Storage;
 
@@ -16,7 +18,10 @@ namespace Contend.Harness.Workloads;
 /// by the Zipf generator within that range: each range has its own hot keys, and no
 /// transaction crosses ranges.
 /// </summary>
-public sealed class Ycsb(long rows, int requests, double readFraction, double theta, int partitions = 1) : IWorkload
+/// <remarks>Across a cluster (<see cref="IPartitionedWorkload"/>) the records are spread by the
+/// cluster's map instead, each partition loading its share, and a transaction's keys fall
+/// wherever the map puts them: with P partitions, most touch several.</remarks>
+public sealed class Ycsb(long rows, int requests, double readFraction, double theta, int partitions = 1) : IWorkload, IPartitionedWorkload
 {
     public const int RecordSize = 100;
     readonly int _requests = requests;
@@ -35,18 +40,45 @@ public sealed class Ycsb(long rows, int requests, double readFraction, double th
 
     public void Load(Database db)
     {
+        Prepare();
+        var table = db.Create("usertable", RecordSize, (int)rows);
+        for (long key = 0; key < rows; key++) LoadRecord(table, key);
+        BuildPrograms(db);
+    }
+
+    public IReadOnlyList<TxnProgram> Programs => _programs[1..];
+
+    /// <summary>One partition's share of the records, as the cluster's map places them.</summary>
+    public void Load(Database db, int partition, IPartitionMap map)
+    {
+        Prepare();
+        // A hash map's shares differ by a few standard deviations at most: a quarter more than
+        // the even share, and a little for small tables, holds any of them.
+        long capacity = Math.Min(rows, rows / map.Partitions + rows / map.Partitions / 4 + 1024);
+        var table = db.Create("usertable", RecordSize, (int)capacity);
+        for (long key = 0; key < rows; key++)
+            if (map.PartitionOf(table.Id, key) == partition) LoadRecord(table, key);
+        BuildPrograms(db);
+    }
+
+    void Prepare()
+    {
         if (rows < 2 || rows > int.MaxValue) throw new ArgumentOutOfRangeException(nameof(rows), $"ycsb: rows = {rows} must be in 2..{int.MaxValue}");
         if (_requests < 1 || _requests > TxnContext.MaxOps) throw new ArgumentOutOfRangeException("requests", $"ycsb: requests = {_requests} must be in 1..{TxnContext.MaxOps}");
         if (_readFraction is < 0 or > 1) throw new ArgumentOutOfRangeException("readFraction", $"ycsb: read fraction {_readFraction} must be in [0, 1]");
         if (_partitions < 1 || _partitions > rows / 2) throw new ArgumentOutOfRangeException("partitions", $"ycsb: partitions = {_partitions} must be in 1..rows/2");
         _partitionRows = rows / _partitions;
         _zipf = new Zipf(_partitionRows - 1, theta);
-        var table = db.Create("usertable", RecordSize, (int)rows);
-        for (long key = 0; key < rows; key++)
-        {
-            int row = table.Load(key);
-            BinaryPrimitives.WriteInt64LittleEndian(table.Payload(row), key);
-        }
+    }
+
+    static void LoadRecord(Table table, long key)
+    {
+        int row = table.Load(key);
+        BinaryPrimitives.WriteInt64LittleEndian(table.Payload(row), key);
+    }
+
+    void BuildPrograms(Database db)
+    {
         for (int count = 1; count <= _requests; count++)
         {
             var builder = new ProgramBuilder($"ycsb_{count}", db, 2 * _requests);
@@ -56,6 +88,7 @@ public sealed class Ycsb(long rows, int requests, double readFraction, double th
         }
     }
 
+    /// <summary>A worker's stream, or a cluster coordinator slot's (<paramref name="worker"/> is then the slot's stream number).</summary>
     public ITransactionSource CreateSource(int worker, ulong seed) => new Source(this, Rng.Seed(seed, worker));
 
     sealed class Source(Ycsb w, ulong rng) : ITransactionSource

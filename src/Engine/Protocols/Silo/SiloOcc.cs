@@ -48,24 +48,63 @@ public sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
     /// <summary>Copies the row and returns the version it had, unlocked, both before and after the copy.</summary>
     static long StableRead(Table table, int row, Span<byte> copy)
     {
-        ref long word = ref table.Word(row);
         var wait = new SpinWait();
         while (true)
         {
-            long before = Volatile.Read(ref word);
-            if ((before & LockBit) == 0)
-            {
-                table.Payload(row).CopyTo(copy);
-                Interlocked.MemoryBarrier(); // the copy's loads complete before the word is read again
-                if (Volatile.Read(ref word) == before) return before;
-            }
+            if (TryStableRead(table, row, copy, out long version)) return version;
             Spin.Once(ref wait);
         }
     }
 
+    /// <summary>One try of <see cref="StableRead"/>: false when the row was locked, or changed under the copy.</summary>
+    static bool TryStableRead(Table table, int row, Span<byte> copy, out long version)
+    {
+        ref long word = ref table.Word(row);
+        version = Volatile.Read(ref word);
+        if ((version & LockBit) != 0) return false;
+        table.Payload(row).CopyTo(copy);
+        Interlocked.MemoryBarrier(); // the copy's loads complete before the word is read again
+        return Volatile.Read(ref word) == version;
+    }
+
+    internal override bool RunsAcrossPartitions => true;
+
+    /// <summary>As <see cref="Access"/>; a row locked by a committer is a wait, since its commit
+    /// may hang on messages still to come.</summary>
+    private protected override OpStep TryAccess(TxnContext ctx, Table table, int row, bool write, out Span<byte> data, out int access, out AbortReason reason)
+    {
+        reason = AbortReason.None;
+        access = ctx.FindAccess(table.Id, row);
+        if (access >= 0)
+        {
+            data = ctx.Buffer.AsSpan(ctx.AccBuffer[access], table.PayloadSize);
+            if (write) ctx.AccMode[access] = InWriteSet;
+            return OpStep.Done;
+        }
+        data = ctx.Reserve(table.PayloadSize, out int offset);
+        if (!TryStableRead(table, row, data, out long version))
+        {
+            ctx.BufferUsed = offset;
+            return OpStep.Wait;
+        }
+        access = ctx.AddAccess(table.Id, row);
+        ctx.AccBuffer[access] = offset;
+        ctx.AccVersion[access] = version;
+        if (write) ctx.AccMode[access] = InWriteSet;
+        return OpStep.Done;
+    }
+
+    /// <summary>Across partitions, the write set is locked (and inserted keys claimed) without waiting: partitions lock their
+    /// shares in parallel, each in its own order, so two transactions could each hold a row the
+    /// other waits for on another partition, with nothing to break the cycle (Deneva's
+    /// distributed Silo does the same). A held lock is a no vote.</summary>
+    private protected override Vote PrepareWithoutWaiting(TxnContext ctx) => Prepare(ctx, waitForLocks: false);
+
     /// <summary>Silo's commit phases 1 and 2, then the inserts: votes yes holding the write set's
     /// locks, every read validated.</summary>
-    protected override Vote Prepare(TxnContext ctx)
+    protected override Vote Prepare(TxnContext ctx) => Prepare(ctx, waitForLocks: true);
+
+    Vote Prepare(TxnContext ctx, bool waitForLocks)
     {
         // Phase 1: lock the write set in (table, row) order.
         Span<int> writes = ctx.Scratch.AsSpan(0, ctx.AccessCount);
@@ -82,6 +121,7 @@ public sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
             {
                 long seen = Volatile.Read(ref word);
                 if ((seen & LockBit) == 0 && Interlocked.CompareExchange(ref word, seen | LockBit, seen) == seen) break;
+                if (!waitForLocks && (seen & LockBit) != 0) return new Vote(AbortReason.LockBusy);
                 Spin.Once(ref wait);
             }
             ctx.AccMode[i] = LockedByMe;
@@ -96,7 +136,7 @@ public sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
         }
         // An inserted row's word is its version, as every other row's, so that a reader records
         // the insert it read from.
-        return InsertSet.Prepare(Db, ctx, versionInWord: true);
+        return InsertSet.Prepare(Db, ctx, versionInWord: true, waitForClaims: waitForLocks);
     }
 
     /// <summary>Phase 3: install, and unlock by publishing the new version.</summary>

@@ -46,7 +46,14 @@ public abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(setu
             if (!Lock(ctx, table, access, true, out reason)) return false;
         }
         reason = AbortReason.None;
-        data = table.Payload(row);
+        data = GrantRow(ctx, table, row, write, access);
+        return true;
+    }
+
+    /// <summary>The row, its before-image saved first when the op is the attempt's first write of it.</summary>
+    Span<byte> GrantRow(TxnContext ctx, Table table, int row, bool write, int access)
+    {
+        var data = table.Payload(row);
         if (write && ctx.AccBuffer[access] == TxnContext.NotWritten)
         {
             if (KeepsImages(ctx))
@@ -56,13 +63,47 @@ public abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(setu
             }
             else ctx.AccBuffer[access] = TxnContext.WrittenWithoutImage;
         }
-        return true;
+        return data;
+    }
+
+    internal override bool RunsAcrossPartitions => ParticipantPolicy is not null;
+
+    /// <summary>What a participant does on a conflict, where it cannot hold its thread; null for a
+    /// protocol that does not run across partitions.</summary>
+    private protected virtual OnConflict? ParticipantPolicy => null;
+
+    private protected override OpStep TryAccess(TxnContext ctx, Table table, int row, bool write, out Span<byte> data, out int access, out AbortReason reason)
+    {
+        var policy = ParticipantPolicy ?? throw new NotSupportedException($"protocol {Name} does not run as a participant across partitions");
+        data = default;
+        access = ctx.FindAccess(table.Id, row);
+        bool added = access < 0;
+        if (added) access = ctx.AddAccess(table.Id, row);
+        if (added || (write && ctx.AccMode[access] != Exclusive))
+        {
+            var result = TryLockWord(ctx, table, access, write, out long holder);
+            if (result != LockResult.Acquired)
+            {
+                reason = result != LockResult.Conflict || policy == OnConflict.Wait ? AbortReason.None
+                       : policy == OnConflict.Abort ? AbortReason.LockBusy
+                       : ctx.Timestamp >= holder ? AbortReason.Die : AbortReason.None;
+                if (reason != AbortReason.None) return OpStep.Refused;
+                if (added) ctx.AccessCount--; // nothing taken: the retry starts this access afresh
+                return OpStep.Wait;
+            }
+            if (added) ctx.AccVersion[access] = Volatile.Read(ref table.Version(row));
+        }
+        reason = AbortReason.None;
+        data = GrantRow(ctx, table, row, write, access);
+        return OpStep.Done;
     }
 
     static readonly Func<TxnContext, int, bool> Written = (ctx, i) => ctx.AccBuffer[i] != TxnContext.NotWritten;
 
     /// <summary>Every lock is held (strict 2PL's growing phase is over), so only the inserts can refuse.</summary>
     protected override Vote Prepare(TxnContext ctx) => InsertSet.Prepare(Db, ctx, versionInWord: false);
+
+    private protected override Vote PrepareWithoutWaiting(TxnContext ctx) => InsertSet.Prepare(Db, ctx, versionInWord: false, waitForClaims: false);
 
     protected override void Commit(TxnContext ctx)
     {
@@ -161,6 +202,8 @@ public sealed class NoWait(ProtocolSetup setup) : LockingProtocol(setup)
 
     public override string Name => "NoWait";
 
+    private protected override OnConflict? ParticipantPolicy => OnConflict.Abort;
+
     protected override bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason)
     {
         if (_ignoreLock)
@@ -181,6 +224,8 @@ public sealed class WaitDie(ProtocolSetup setup) : LockingProtocol(setup)
     readonly MutantFlag _youngerWaits = new(setup.Mutants, Mutants.WaitDieYoungerWaits);
 
     public override string Name => "WaitDie";
+
+    private protected override OnConflict? ParticipantPolicy => _youngerWaits ? OnConflict.Wait : OnConflict.DieIfYounger;
 
     protected override bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason) =>
         LockOrDie(ctx, table, access, exclusive, _youngerWaits ? OnConflict.Wait : OnConflict.DieIfYounger, out reason);

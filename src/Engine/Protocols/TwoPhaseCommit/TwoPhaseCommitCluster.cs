@@ -1,0 +1,262 @@
+using Contend.Engine.Cluster;
+using Contend.Engine.History;
+using Contend.Engine.Programs;
+using Contend.Engine.Runtime;
+using Contend.Engine.Storage;
+
+namespace Contend.Engine.Protocols.TwoPhaseCommit;
+
+/// <summary>A workload whose records are split over partitions: each partition loads only the
+/// records the map places on it, into tables of the same names and ids on every partition.</summary>
+public interface IPartitionedWorkload
+{
+    string Name { get; }
+
+    /// <summary>Creates every table in <paramref name="db"/> (the same ones, in the same order,
+    /// for every partition) and fills it with the records <paramref name="map"/> places on
+    /// <paramref name="partition"/>; builds the programs.</summary>
+    void Load(Database db, int partition, IPartitionMap map);
+
+    /// <summary>The programs the sources draw from, once loaded: every node finds a program here by its name.</summary>
+    IReadOnlyList<TxnProgram> Programs { get; }
+
+    /// <summary>One coordinator slot's stream: <paramref name="stream"/> is unique in the cluster.</summary>
+    ITransactionSource CreateSource(int stream, ulong seed);
+}
+
+/// <summary>The knobs of a two-phase commit run.</summary>
+/// <param name="Protocol">each participant's protocol: NoWait, WaitDie or Silo</param>
+/// <param name="SlotsPerNode">transactions each node coordinates at once</param>
+public sealed record TwoPhaseCommitOptions(string Protocol, ClusterTopology Topology, ulong Seed, int SlotsPerNode = 4)
+{
+    /// <summary>Which partition holds a key; null: a hash over the topology's partitions.</summary>
+    public IPartitionMap? Map { get; init; }
+    public NetworkFaults Faults { get; init; } = NetworkFaults.Delay(TimeSpan.FromMicroseconds(50));
+    /// <summary>How long a coordinator waits for an op's reply or a vote before it decides abort.</summary>
+    public TimeSpan ReplyTimeout { get; init; } = TimeSpan.FromMilliseconds(20);
+    /// <summary>How often a decision is sent again to a participant that has not acknowledged it.</summary>
+    public TimeSpan Retransmit { get; init; } = TimeSpan.FromMilliseconds(2);
+    /// <summary>How long a participant's op waits before it tries a held lock again (WaitDie, Silo's reads).</summary>
+    public TimeSpan LockRetry { get; init; } = TimeSpan.FromMicroseconds(10);
+    /// <summary>The unit of a conflict retry's random backoff, which grows with the retries.</summary>
+    public TimeSpan Backoff { get; init; } = TimeSpan.FromMicroseconds(20);
+    /// <summary>After the run's time, how long stopping may take: every transaction under way must end in it.</summary>
+    public TimeSpan Drain { get; init; } = TimeSpan.FromSeconds(1);
+
+    /// <summary>Null: the run follows the network's delays. Otherwise a systematic tester's
+    /// controlled choice, which picks the order of the next few deliveries and timeouts
+    /// (<see cref="SimulatedTime"/>'s explorer): the run then covers what the tester chooses,
+    /// and replays with its choices.</summary>
+    public Func<int, int>? Explorer { get; init; }
+
+    internal Mutants Mutants { get; init; }
+
+    internal TwoPhaseCommitOptions Validated()
+    {
+        if (SlotsPerNode is < 1 or > ClusterTxnId.MaxSlots)
+            throw new ArgumentOutOfRangeException(nameof(SlotsPerNode), $"two-phase commit: {SlotsPerNode} slots a node, must be 1..{ClusterTxnId.MaxSlots}");
+        if (Map is not null && Map.Partitions != Topology.Partitions)
+            throw new ArgumentException($"two-phase commit: the map has {Map.Partitions} partitions, the topology {Topology.Partitions}", nameof(Map));
+        foreach (var (name, t) in new[] { ("reply timeout", ReplyTimeout), ("retransmit", Retransmit), ("lock retry", LockRetry), ("backoff", Backoff) })
+            if (t <= TimeSpan.Zero) throw new ArgumentOutOfRangeException(name, $"two-phase commit: {name} {t} must be positive");
+        if (Faults.ShortestDelay <= TimeSpan.Zero)
+            throw new ArgumentException($"two-phase commit: a simulated network needs every delay above 0 (shortest here: {Faults.ShortestDelay}), or its clock need never move", nameof(Faults));
+        if (Drain < TimeSpan.Zero) throw new ArgumentOutOfRangeException(nameof(Drain), $"two-phase commit: drain {Drain} is negative");
+        return this;
+    }
+}
+
+/// <summary>What a simulated run came to.</summary>
+/// <param name="History">the committed transactions, each one's accesses gathered from every partition it touched (row keys name the partition)</param>
+/// <param name="Atomicity">attempts whose partitions did not all end as the coordinator decided</param>
+/// <param name="Unfinished">attempts still under way after the drain, at a coordinator or a participant</param>
+/// <param name="Failures">transactions whose program threw, with where</param>
+/// <param name="Events">timer firings the run took: the same seed gives the same count</param>
+public sealed record ClusterRunResult(WorkerStats Stats, TimeSpan Elapsed, IReadOnlyList<CommittedTxn> History,
+                                      IReadOnlyList<string> Atomicity, IReadOnlyList<string> Unfinished, IReadOnlyList<string> Failures,
+                                      long Events, long MessagesSent, long MessagesDropped, long MessagesDuplicated)
+{
+    /// <summary>Commits per second of virtual time: a model's figure, not this machine's speed.</summary>
+    public double VirtualThroughput => Stats.Commits / Elapsed.TotalSeconds;
+}
+
+/// <summary>
+/// Distributed NoWait, WaitDie and Silo: each partition's primary runs its share with the
+/// single-node protocol as a participant (<see cref="OpByOpProtocol.TryOp"/>, prepare, commit,
+/// abort), and each node's coordinators drive two-phase commit over the transport. This runs
+/// the whole cluster in one thread on <see cref="SimulatedTime"/>: the same options and seed give
+/// the same run, event for event, so a failing seed replays.
+/// </summary>
+public static class TwoPhaseCommitSimulation
+{
+    /// <summary>The participant protocols two-phase commit runs over.</summary>
+    public static IReadOnlyList<string> Protocols { get; } = ["NoWait", "WaitDie", "Silo"];
+
+    /// <param name="duration">virtual time coordinators start transactions in; the drain follows</param>
+    /// <param name="inspect">called with every partition's database (by partition) once the run
+    /// has drained, before they are freed: where a test reads the final state</param>
+    public static ClusterRunResult Run(IPartitionedWorkload workload, TwoPhaseCommitOptions options, TimeSpan duration,
+                                       Action<IReadOnlyList<Database>>? inspect = null)
+    {
+        if (duration <= TimeSpan.Zero) throw new ArgumentOutOfRangeException(nameof(duration), $"two-phase commit: run time {duration} must be positive");
+        using var cluster = new TwoPhaseCommitCluster(workload, options.Validated());
+        var result = cluster.Run(duration);
+        inspect?.Invoke(cluster.Databases);
+        return result;
+    }
+}
+
+/// <summary>One simulated cluster: the partitions' databases and participants, the nodes'
+/// coordinators, the transport and the clock, and what the checks need afterwards.</summary>
+internal sealed class TwoPhaseCommitCluster : IDisposable
+{
+    readonly Database[] _databases;
+    readonly Participant[] _participants;
+    readonly Coordinator[][] _coordinators;
+    readonly Dictionary<long, bool> _decisions = new();
+    readonly InProcessTransport _transport;
+
+    public TwoPhaseCommitCluster(IPartitionedWorkload workload, TwoPhaseCommitOptions options)
+    {
+        if (!TwoPhaseCommitSimulation.Protocols.Contains(options.Protocol))
+            throw new ArgumentException($"two-phase commit over '{options.Protocol}': the participants' protocol must be one of {string.Join(", ", TwoPhaseCommitSimulation.Protocols)}", nameof(options));
+        Options = options;
+        Topology = options.Topology;
+        Map = options.Map ?? new HashPartitionMap(Topology.Partitions);
+        Time = new SimulatedTime(choose: options.Explorer);
+        _transport = new InProcessTransport(Topology.Nodes, Time, options.Faults, options.Seed);
+        _databases = new Database[Topology.Partitions];
+        _participants = new Participant[Topology.Partitions];
+        Dictionary<string, TxnProgram>? programs = null;
+        for (int p = 0; p < Topology.Partitions; p++)
+        {
+            var db = _databases[p] = new Database();
+            workload.Load(db, p, Map);
+            CheckSameSchema(workload, p);
+            programs ??= workload.Programs.ToDictionary(x => x.Name);
+            var protocol = (OpByOpProtocol)ProtocolRegistry.Create(options.Protocol, new ProtocolSetup(db, 1, options.Mutants));
+            var catalogue = programs;
+            _participants[p] = new Participant(Topology.PrimaryOf(p), p, protocol, new HistoryRecorder(1),
+                name => catalogue.TryGetValue(name, out var program) ? program : throw new InvalidOperationException($"partition {p}: no program named {name}"),
+                _transport, Time, options.LockRetry, options.Mutants);
+        }
+        _coordinators = new Coordinator[Topology.Nodes][];
+        for (int n = 0; n < Topology.Nodes; n++)
+        {
+            _coordinators[n] = new Coordinator[options.SlotsPerNode];
+            for (int s = 0; s < options.SlotsPerNode; s++)
+            {
+                ulong seed = options.Seed * 0x9E3779B97F4A7C15UL + (ulong)(n * ClusterTxnId.MaxSlots + s + 1);
+                _coordinators[n][s] = new Coordinator(n, s, this, workload.CreateSource(n * options.SlotsPerNode + s, seed), seed, options.Mutants);
+            }
+            int node = n;
+            _transport.Attach(n, e => Deliver(node, e));
+        }
+    }
+
+    public TwoPhaseCommitOptions Options { get; }
+    public IReadOnlyList<Database> Databases => _databases;
+    public ClusterTopology Topology { get; }
+    public IPartitionMap Map { get; }
+    public SimulatedTime Time { get; }
+    public ITransport Transport => _transport;
+    public WorkerStats Stats { get; } = new();
+    public List<string> Failures { get; } = new();
+    /// <summary>Set once the run's time is over: coordinators start nothing new.</summary>
+    public bool Stopping { get; private set; }
+
+    /// <summary>A coordinator's decision, the log the atomicity check reads.</summary>
+    public void Decided(long txn, bool commit) => _decisions.Add(txn, commit);
+
+    void Deliver(int node, Envelope e)
+    {
+        switch (e.Message)
+        {
+            case OpRequest r: ToParticipant(node, r.Partition, e); break;
+            case PrepareRequest r: ToParticipant(node, r.Partition, e); break;
+            case DecisionRequest r: ToParticipant(node, r.Partition, e); break;
+            case OpReply r: ToCoordinator(node, r.Txn, e); break;
+            case VoteReply r: ToCoordinator(node, r.Txn, e); break;
+            case DecisionAck r: ToCoordinator(node, r.Txn, e); break;
+            default: throw new InvalidOperationException($"node {node}: a message of unknown type {e.Message.GetType().Name} from node {e.From}");
+        }
+    }
+
+    void ToParticipant(int node, int partition, Envelope e)
+    {
+        if (Topology.PrimaryOf(partition) != node)
+            throw new InvalidOperationException($"node {node}: a request for partition {partition}, whose primary is node {Topology.PrimaryOf(partition)}");
+        _participants[partition].Receive(e.From, e.Message);
+    }
+
+    void ToCoordinator(int node, long txn, Envelope e)
+    {
+        if (ClusterTxnId.NodeOf(txn) != node)
+            throw new InvalidOperationException($"node {node}: a reply for {ClusterTxnId.Describe(txn)}, coordinated by node {ClusterTxnId.NodeOf(txn)}");
+        _coordinators[node][ClusterTxnId.SlotOf(txn)].Receive(e.Message);
+    }
+
+    public ClusterRunResult Run(TimeSpan duration)
+    {
+        foreach (var node in _coordinators)
+            foreach (var c in node) c.StartNext();
+        Time.RunUntil(duration);
+        Stopping = true;
+        Time.RunUntil(duration + Options.Drain);
+        return new ClusterRunResult(Stats, duration, MergedHistory(), CheckAtomicity(), Unfinished(), Failures,
+                                    Time.Fired, _transport.Sent, _transport.Dropped, _transport.Duplicated);
+    }
+
+    /// <summary>Each committed transaction once, with every partition's share of its accesses.</summary>
+    List<CommittedTxn> MergedHistory()
+    {
+        var parts = new Dictionary<long, (string Program, List<Access> Accesses)>();
+        for (int p = 0; p < _participants.Length; p++)
+            foreach (var t in _participants[p].History.Collect())
+            {
+                if (!parts.TryGetValue(t.Id, out var entry)) parts[t.Id] = entry = (t.TxnProgram, new List<Access>());
+                foreach (var a in t.Accesses) entry.Accesses.Add(a with { Row = HistoryRecorder.PartitionRowKey(p, a.Row) });
+            }
+        return parts.OrderBy(kv => kv.Key).Select(kv => new CommittedTxn(kv.Key, kv.Value.Program, kv.Value.Accesses.ToArray())).ToList();
+    }
+
+    List<string> CheckAtomicity()
+    {
+        var wrong = new List<string>();
+        for (int p = 0; p < _participants.Length; p++)
+            foreach (var (txn, committed) in _participants[p].Outcomes)
+            {
+                bool decided = _decisions.TryGetValue(txn, out bool commit);
+                if (committed && !(decided && commit))
+                    wrong.Add($"{ClusterTxnId.Describe(txn)}: partition {p} committed, but its coordinator {(decided ? "decided abort" : "decided nothing")}");
+                else if (!committed && decided && commit)
+                    wrong.Add($"{ClusterTxnId.Describe(txn)}: partition {p} aborted, but its coordinator decided commit");
+            }
+        return wrong;
+    }
+
+    List<string> Unfinished()
+    {
+        var left = new List<string>();
+        for (int p = 0; p < _participants.Length; p++)
+            if (_participants[p].Unfinished > 0) left.Add($"partition {p}: {_participants[p].Unfinished} attempts still running or prepared");
+        foreach (var node in _coordinators)
+            foreach (var c in node)
+                if (c.Busy) left.Add($"coordinator of {ClusterTxnId.Describe(c.Txn)}: its transaction has not ended");
+        return left;
+    }
+
+    void CheckSameSchema(IPartitionedWorkload workload, int partition)
+    {
+        var first = _databases[0].Tables;
+        var these = _databases[partition].Tables;
+        bool same = first.Count == these.Count && first.Zip(these).All(t => t.First.Name == t.Second.Name && t.First.PayloadSize == t.Second.PayloadSize);
+        if (!same)
+            throw new InvalidOperationException($"workload {workload.Name}: partition {partition}'s tables ({string.Join(", ", these.Select(t => t.Name))}) differ from partition 0's ({string.Join(", ", first.Select(t => t.Name))})");
+    }
+
+    public void Dispose()
+    {
+        foreach (var db in _databases) db?.Dispose();
+    }
+}

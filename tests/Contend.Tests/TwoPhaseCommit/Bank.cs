@@ -1,0 +1,119 @@
+using System.Buffers.Binary;
+using Contend.Engine.Cluster;
+using Contend.Engine.Programs;
+using Contend.Engine.Protocols.TwoPhaseCommit;
+using Contend.Engine.Runtime;
+using Contend.Engine.Storage;
+
+namespace Contend.Tests.TwoPhaseCommit;
+
+/// <summary>
+/// A bank split over partitions by a hash of the account: transfers between two accounts
+/// (usually on two partitions; refused by the logic when the payer would go below zero),
+/// audits that read several accounts, and account openings whose keys are drawn from a small
+/// range, so that many collide with an opened one and are refused at prepare. Money is only
+/// moved, never made: the balances' sum is the loaded sum after any run that is atomic.
+/// </summary>
+internal sealed class Bank(int accounts, int hot) : IPartitionedWorkload
+{
+    public const long Opening = 100;
+    /// <summary>Opened accounts take keys from here up, a few times more keys than openings fit.</summary>
+    public const long OpenedKeys = 1_000_000;
+    const int OpenRange = 64;
+
+    TxnProgram[] _programs = [];
+
+    public string Name => "bank";
+
+    public IReadOnlyList<TxnProgram> Programs => _programs;
+
+    public long LoadedSum => _accounts * Opening;
+
+    public void Load(Database db, int partition, IPartitionMap map)
+    {
+        var account = db.Create("account", sizeof(long), _accounts + 4096);
+        for (long a = 0; a < _accounts; a++)
+            if (map.PartitionOf(account.Id, a) == partition)
+                BinaryPrimitives.WriteInt64LittleEndian(account.Payload(account.Load(a)), Opening);
+        var transfer = new ProgramBuilder("transfer", db, 3)
+            .Write("debit", "account", KeySource.FromArg(0), (row, args, _) =>
+            {
+                long balance = BinaryPrimitives.ReadInt64LittleEndian(row);
+                if (balance < args[2]) return TxnProgram.UserAbort;
+                BinaryPrimitives.WriteInt64LittleEndian(row, balance - args[2]);
+                return balance - args[2];
+            })
+            .Write("credit", "account", KeySource.FromArg(1), (row, args, _) =>
+            {
+                long balance = BinaryPrimitives.ReadInt64LittleEndian(row) + args[2];
+                BinaryPrimitives.WriteInt64LittleEndian(row, balance);
+                return balance;
+            }, "debit")
+            .Build();
+        var audit = new ProgramBuilder("audit", db, 3);
+        for (int i = 0; i < 3; i++)
+            audit.Read($"read{i}", "account", KeySource.FromArg(i), (row, _, _) => BinaryPrimitives.ReadInt64LittleEndian(row));
+        // An opening moves money from an existing account into the new one, so a half-made
+        // opening shows in the sum too.
+        var open = new ProgramBuilder("open", db, 2)
+            .Write("fund", "account", KeySource.FromArg(0), (row, _, _) =>
+            {
+                long balance = BinaryPrimitives.ReadInt64LittleEndian(row);
+                if (balance < 1) return TxnProgram.UserAbort;
+                BinaryPrimitives.WriteInt64LittleEndian(row, balance - 1);
+                return balance - 1;
+            })
+            .Insert("new", "account", KeySource.FromArg(1), (row, _, _) =>
+            {
+                BinaryPrimitives.WriteInt64LittleEndian(row, 1);
+                return 1;
+            }, "fund")
+            .Build();
+        _programs = [transfer, audit.Build(), open];
+    }
+
+    public ITransactionSource CreateSource(int stream, ulong seed) => new Source(this, new Random((int)(seed ^ (seed >> 29))));
+
+    /// <summary>Every account's balance, on whichever partition holds it.</summary>
+    public static long Sum(IReadOnlyList<Database> partitions)
+    {
+        long sum = 0;
+        foreach (var db in partitions)
+        {
+            var t = db.Tables[0];
+            for (int row = 0; row < t.Count; row++)
+                if (t.Find(t.Key(row)) == row) sum += BinaryPrimitives.ReadInt64LittleEndian(t.Payload(row));
+        }
+        return sum;
+    }
+
+    sealed class Source(Bank bank, Random random) : ITransactionSource
+    {
+        public TxnProgram Next(TxnContext ctx)
+        {
+            int pick = random.Next(10);
+            if (pick < 6)
+            {
+                long from = Account(), to;
+                do to = Account(); while (to == from);
+                ctx.Args[0] = from;
+                ctx.Args[1] = to;
+                ctx.Args[2] = 1 + random.Next(60);
+                return bank._programs[0];
+            }
+            if (pick < 9)
+            {
+                for (int i = 0; i < 3; i++) ctx.Args[i] = Account();
+                return bank._programs[1];
+            }
+            ctx.Args[0] = Account();
+            ctx.Args[1] = OpenedKeys + random.Next(OpenRange);
+            return bank._programs[2];
+        }
+
+        /// <summary>Half the draws from the first <c>hot</c> accounts, so that transfers conflict.</summary>
+        long Account() => random.Next(2) == 0 ? random.Next(bank._hot) : random.Next(bank._accounts);
+    }
+
+    readonly int _accounts = accounts, _hot = hot;
+}
