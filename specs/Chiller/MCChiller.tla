@@ -61,6 +61,19 @@ ThreeRead == TwoRead @@ (t3 :> {"h"})
 ThreeWrite == TwoWrite @@ (t3 :> {"h", "b"})
 ThreeInner == TwoInner @@ (t3 :> p1)
 
+\* Three transactions on one hot record and nothing else: one partition (two
+\* copies), every transaction updating h with p1 its inner host.  The
+\* smallest workload found in which recovery must keep the inner locks of a
+\* transaction it commits (D4): with two transactions no third can take a
+\* lock that a late release frees from under the second.
+HotKey == {"h"}
+HotPartOf == [k \in HotKey |-> p1]
+HotThreeRead == (t1 :> {"h"}) @@ (t2 :> {"h"}) @@ (t3 :> {"h"})
+
+\* The gap workload with a third transaction on h, for D5 at three transactions.
+Gap3Read == GapRead @@ (t3 :> {"h"})
+Gap3Write == GapWrite @@ (t3 :> {"h"})
+
 \* Mutant: the inner host commits without waiting for its replicas' acks.
 MutantReplicasAckedNotAwaited(t) == TRUE
 
