@@ -14,7 +14,9 @@ namespace Contend.Tests.TwoPhaseCommit;
 /// range, so that many collide with an opened one and are refused at prepare. Money is only
 /// moved, never made: the balances' sum is the loaded sum after any run that is atomic.
 /// </summary>
-internal sealed class Bank(int accounts, int hot) : IPartitionedWorkload
+/// <param name="throwingKey">an opening of this key has an insert body that throws (a bug of the
+/// program, met at prepare); -1: none does</param>
+internal sealed class Bank(int accounts, int hot, long throwingKey = -1) : IPartitionedWorkload
 {
     public const long Opening = 100;
     /// <summary>Opened accounts take keys from here up, a few times more keys than openings fit.</summary>
@@ -63,8 +65,9 @@ internal sealed class Bank(int accounts, int hot) : IPartitionedWorkload
                 BinaryPrimitives.WriteInt64LittleEndian(row, balance - 1);
                 return balance - 1;
             })
-            .Insert("new", "account", KeySource.FromArg(1), (row, _, _) =>
+            .Insert("new", "account", KeySource.FromArg(1), (row, args, _) =>
             {
+                if (args[1] == throwingKey) throw new InvalidOperationException($"account {args[1]} may not be opened");
                 BinaryPrimitives.WriteInt64LittleEndian(row, 1);
                 return 1;
             }, "fund")

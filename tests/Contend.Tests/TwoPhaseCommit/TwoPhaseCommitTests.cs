@@ -133,6 +133,33 @@ public class TwoPhaseCommitTests(ITestOutputHelper output)
         Assert.True(locked > 0, "the forgotten attempts hold no lock");
     }
 
+    [Theory]
+    [MemberData(nameof(Protocols))]
+    public void An_insert_body_that_throws_at_prepare_ends_its_transaction_as_a_failure_and_leaves_nothing(string protocol)
+    {
+        const long Refused = Bank.OpenedKeys + 5;
+        var bank = new Bank(accounts: 200, hot: 8, throwingKey: Refused);
+        long sum = 0, locked = 0;
+        bool opened = true;
+        var options = Options(protocol, 4, Steady);
+        var r = TwoPhaseCommitSimulation.Run(bank, options, RunFor, dbs =>
+        {
+            sum = Bank.Sum(dbs);
+            locked = LockedWords(dbs, protocol);
+            opened = dbs.Any(db => db.Tables[0].Find(Refused) >= 0);
+        });
+        output.WriteLine(r.Failures.FirstOrDefault() ?? "(none)");
+        Assert.False(opened, $"account {Refused}, whose insert body throws, is in the table");
+        Assert.NotEmpty(r.Failures);
+        Assert.All(r.Failures, f => Assert.Contains("program open, prepare on partition", f));
+        Assert.All(r.Failures, f => Assert.Contains($"account {Refused} may not be opened", f));
+        Assert.Empty(r.Atomicity);
+        Assert.Empty(r.Unfinished);
+        Assert.Equal(0, locked);
+        Assert.Equal(bank.LoadedSum, sum);
+        Assert.True(SerializabilityChecker.Check(r.History).Serializable);
+    }
+
     [Fact]
     public void A_protocol_that_does_not_run_across_partitions_is_refused_by_name()
     {

@@ -123,6 +123,7 @@ internal sealed class Coordinator
             case VoteReply v when v.Txn == Txn && _phase == Phase.Preparing && !_answered[v.Partition]:
                 if (v.Reason != AbortReason.None)
                 {
+                    _failure = v.Failure;
                     Decide(commit: false, v.Reason);
                     return;
                 }

@@ -17,8 +17,9 @@ internal sealed record OpReply(long Txn, int Partition, int Op, long Result, Abo
 /// <summary>Coordinator to participant: every op has run; vote.</summary>
 internal sealed record PrepareRequest(long Txn, int Partition);
 
-/// <summary>Participant to coordinator: yes (<paramref name="Reason"/> None) or no, and why.</summary>
-internal sealed record VoteReply(long Txn, int Partition, AbortReason Reason);
+/// <summary>Participant to coordinator: yes (<paramref name="Reason"/> None) or no, and why;
+/// <paramref name="Failure"/> is set when an insert body threw at prepare.</summary>
+internal sealed record VoteReply(long Txn, int Partition, AbortReason Reason, string? Failure = null);
 
 /// <summary>Coordinator to participant: the outcome. Sent until acknowledged.</summary>
 internal sealed record DecisionRequest(long Txn, int Partition, bool Commit);

@@ -168,19 +168,22 @@ internal sealed class Participant
         }
         Debug.Assert(attempt.Waiting < 0, $"partition {_partition}: prepare of {ClusterTxnId.Describe(r.Txn)} while an op waits");
         Vote vote;
+        string? failure = null;
         try
         {
             vote = _protocol.PrepareParticipant(attempt.Context);
         }
-        catch
+        catch (Exception e)
         {
-            // An insert body threw: a bug of the program, reported through the vote's reason.
+            // An insert body threw: a bug of the program, which ends the transaction (not retried)
+            // and reaches the run's failures.
             vote = new Vote(AbortReason.User);
+            failure = $"program {attempt.Context.Program.Name}, prepare on partition {_partition}: {e.GetType().Name}: {e.Message}";
         }
         if (!vote.IsYes)
         {
             End(attempt, commit: false);
-            Reply(from, new VoteReply(r.Txn, _partition, vote.Reason));
+            Reply(from, new VoteReply(r.Txn, _partition, vote.Reason, failure));
             return;
         }
         attempt.Prepared = true;
