@@ -107,12 +107,10 @@ public sealed class InProcessTransport : ITransport
 
     /// <summary>A link's stream seed: a fixed mix of the run's seed and the link (not
     /// <see cref="HashCode"/>, which differs from process to process), so a seed replays anywhere.</summary>
-    static int LinkSeed(ulong seed, int from, int to)
+    int LinkSeed(ulong seed, int from, int to)
     {
-        ulong z = seed ^ ((ulong)(uint)from << 32 | (uint)to) * 0x9E3779B97F4A7C15UL;
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9UL;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBUL;
-        return (int)(z ^ (z >> 31));
+        ulong state = Runtime.Rng.Seed(seed, from * _nodes + to);
+        return (int)Runtime.Rng.Next(ref state);
     }
 
     /// <summary>One message in flight; holds its timer so that a real timer is not collected before it fires.</summary>

@@ -23,12 +23,9 @@ public sealed class HashPartitionMap : IPartitionMap
 
     public int PartitionOf(int table, long key)
     {
-        // SplitMix64's finalizer: consecutive keys land on unrelated partitions.
-        ulong z = (ulong)key + 0x9E3779B97F4A7C15UL;
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9UL;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBUL;
-        z ^= z >> 31;
-        return (int)(z % (ulong)Partitions);
+        // One SplitMix64 step from the key: consecutive keys land on unrelated partitions.
+        ulong state = (ulong)key;
+        return (int)(Runtime.Rng.Next(ref state) % (ulong)Partitions);
     }
 }
 
