@@ -1,6 +1,7 @@
 using System.CommandLine;
 using System.Globalization;
 using Contend.Engine.Protocols;
+using Contend.Engine.Protocols.Strife;
 using Contend.Engine.Runtime;
 using Contend.Harness;
 using Contend.Harness.Studies;
@@ -33,11 +34,16 @@ run.SetAction(parse =>
     var options = Options(parse.GetValue(threads), parse.GetValue(seconds), parse.GetValue(warmup), parse.GetValue(check), !parse.GetValue(noPin), parse.GetValue(seed));
     var make = knobs.Factory(parse.GetValue(workloadName)!, parse);
     string name = parse.GetValue(protocol)!;
+    bool takesStrifeKnobs = ProtocolRegistry.TryFind(name, out var descriptor) && descriptor.OptionsType == typeof(StrifeOptions);
     foreach (var knob in new Option[] { batch, alpha, noOverlap })
-        if (!ProtocolRegistry.IsBatch(name) && parse.GetResult(knob) is { Implicit: false })
+        if (!takesStrifeKnobs && parse.GetResult(knob) is { Implicit: false })
             throw new UsageException($"{knob.Name} is a Strife knob; this run's protocol is {name}");
-    var strife = new Contend.Engine.Protocols.Strife.StrifeOptions(BatchSize: parse.GetValue(batch), Alpha: parse.GetValue(alpha), Overlap: !parse.GetValue(noOverlap));
-    strife.Resolve(options.Threads); // bad knobs fail here, before any load
+    StrifeOptions? strife = null;
+    if (takesStrifeKnobs)
+    {
+        strife = new StrifeOptions(BatchSize: parse.GetValue(batch), Alpha: parse.GetValue(alpha), Overlap: !parse.GetValue(noOverlap));
+        strife.Validate(options.Threads); // bad knobs fail here, before any load
+    }
     RunRow row;
     if (options.WarmupSeconds + options.Seconds > 3 && !Console.IsOutputRedirected)
     {
@@ -50,7 +56,7 @@ run.SetAction(parse =>
         });
         row = done!;
     }
-    else row = Runner.RunOne(name, make, options, strife: strife);
+    else row = Runner.RunOne(name, make, options, protocolOptions: strife);
     Print([row]);
     if (row.Detail is not null) Console.WriteLine(row.Detail);
     Console.WriteLine($"{row.Config}\ntables and indexes: {row.TableBytes / (1024.0 * 1024 * 1024):F2} GiB");

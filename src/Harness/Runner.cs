@@ -15,26 +15,28 @@ public sealed class UsageException(string message) : Exception(message);
 public sealed record RunRow(string Protocol, string Workload, string Config, int Threads, double Seconds, long Commits,
                             double Throughput, double AbortRate, long UserAborts, IReadOnlyDictionary<string, long> AbortsByReason,
                             double P50Micros, double P99Micros, int CheckedTransactions, int Anomalies, string? FirstAnomaly,
-                            IReadOnlyList<string> Warnings, long TableBytes, double? StolenShare = null,
-                            double? ResidualShare = null, string? Detail = null);
+                            IReadOnlyList<string> Warnings, long TableBytes, IReadOnlyDictionary<string, double> Shares, string? Detail);
 
 /// <summary>Runs one protocol over one freshly loaded workload, and checks its history when asked.</summary>
 public static class Runner
 {
+    /// <param name="protocolOptions">the protocol's knobs (<see cref="ProtocolDescriptor.OptionsType"/>); null: its defaults</param>
     public static RunRow RunOne(string protocolName, Func<IWorkload> makeWorkload, RunOptions options, Action<double>? progress = null,
-                                Engine.Protocols.Strife.StrifeOptions? strife = null)
+                                ProtocolOptions? protocolOptions = null)
     {
-        if (!ProtocolRegistry.IsKnown(protocolName))
+        if (!ProtocolRegistry.TryFind(protocolName, out var descriptor))
             throw new UsageException(ProtocolRegistry.Unknown(protocolName));
         var workload = makeWorkload();
         using var db = new Database();
         workload.Load(db);
-        var protocol = ProtocolRegistry.Create(protocolName, ProtocolSetup.For(db, options.Threads) with { Strife = strife });
+        var protocol = descriptor.Create(new ProtocolSetup(db, options.Threads, protocolOptions));
         var result = WorkerPool.Run(protocol, workload, options, progress);
         SerializabilityChecker.Report? report = result.History is null ? null : SerializabilityChecker.Check(result.History);
         var reasons = Enum.GetValues<AbortReason>().Where(r => r != AbortReason.None && result.Total.Aborts[(int)r] > 0)
                           .ToDictionary(r => r.ToString(), r => result.Total.Aborts[(int)r]);
         var warnings = result.Warnings.ToList();
+        // The protocol was built for this run: what it counted is the run's, warm-up included.
+        var protocolReport = descriptor.Report(protocol, options.Threads * (options.WarmupSeconds + result.MeasuredSeconds));
         if (result.Total.Aborts[(int)AbortReason.TableFull] > 0)
             warnings.Add("inserts found a table full: raise the workload's insert capacity");
         return new RunRow(protocol.Name, workload.Name, workload.Describe(), options.Threads, result.MeasuredSeconds, result.Total.Commits,
@@ -42,19 +44,7 @@ public static class Runner
                           result.Total.LatencyPercentileMicros(50), result.Total.LatencyPercentileMicros(99),
                           report?.Transactions ?? -1, report?.Anomalies.Count ?? -1,
                           report?.Anomalies.FirstOrDefault() is { } a ? $"{a.Kind}: {a.Description}" : null, warnings, db.MemoryBytes,
-                          protocol is Engine.Protocols.StealDB.StealDb steal ? steal.StolenShare : null,
-                          protocol is Engine.Protocols.Strife.StrifeProtocol batches ? batches.Counts.ResidualShare : null,
-                          protocol is Engine.Protocols.Strife.StrifeProtocol analysed ? StrifeDetail(analysed, options, result) : null);
-    }
-
-    /// <summary>What Strife's analyses made of the run's batches, and what they cost (warm-up included).</summary>
-    static string StrifeDetail(Engine.Protocols.Strife.StrifeProtocol strife, RunOptions options, RunResult result)
-    {
-        var c = strife.Counts;
-        double workerSeconds = options.Threads * (options.WarmupSeconds + result.MeasuredSeconds);
-        return string.Create(CultureInfo.InvariantCulture,
-            $"Strife: {c.Batches:N0} batches of up to {strife.Options.BatchSize:N0}, {c.Clusters / (double)Math.Max(1, c.Batches):F1} clusters per batch after merge, " +
-            $"{c.ResidualShare:P1} residual; analysis {c.AnalysisSeconds:F2} of {workerSeconds:F1} worker-seconds (warm-up included)");
+                          protocolReport.Shares, protocolReport.Detail);
     }
 
     public static string Table(IReadOnlyList<RunRow> rows)

@@ -23,15 +23,15 @@ public static class InsertTests
 
     public static IEnumerable<CoyoteTest> All =>
     [
-        new("InsertsNoWait", () => Run("NoWait", Mutants.None)),
-        new("InsertsNoWaitTwinPrepareOutsideUndo", () => Run("NoWait", Mutants.PrepareOutsideUndo), CaughtBy: CoyoteSuite.StepsBound),
-        new("InsertsSilo", () => Run("Silo", Mutants.None)),
-        new("InsertsSiloTwinPrepareOutsideUndo", () => Run("Silo", Mutants.PrepareOutsideUndo), CaughtBy: CoyoteSuite.StepsBound),
+        new("InsertsNoWait", () => Run("NoWait", OpByOpMutants.None)),
+        new("InsertsNoWaitTwinPrepareOutsideUndo", () => Run("NoWait", OpByOpMutants.PrepareOutsideUndo), CaughtBy: CoyoteSuite.StepsBound),
+        new("InsertsSilo", () => Run("Silo", OpByOpMutants.None)),
+        new("InsertsSiloTwinPrepareOutsideUndo", () => Run("Silo", OpByOpMutants.PrepareOutsideUndo), CaughtBy: CoyoteSuite.StepsBound),
     ];
 
     static long Amount(long key) => key * 7 + 3;
 
-    static async Task Run(string protocolName, Mutants mutants)
+    static async Task Run(string protocolName, OpByOpMutants mutants)
     {
         using var db = new Database();
         var account = db.Create("account", sizeof(long), Accounts);
@@ -50,7 +50,7 @@ public static class InsertTests
             .Build();
 
         var recorder = new HistoryRecorder(4);
-        var protocol = (ITransactionProtocol)ProtocolRegistry.Create(protocolName, new ProtocolSetup(db, 4, mutants));
+        var protocol = (ITransactionProtocol)ProtocolRegistry.Create(protocolName, new ProtocolSetup(db, 4) { Mutants = mutants });
         var timestamps = new long[1];
         var ended = new TxnOutcome[3];
         var raised = new bool[3];

@@ -25,7 +25,7 @@ public static class McsLockTests
 
     static async Task Run(bool releaseClearsTail)
     {
-        var mcs = new McsLock(Threads, new MutantFlag(releaseClearsTail ? Mutants.McsReleaseClearTail : Mutants.None, Mutants.McsReleaseClearTail));
+        var mcs = new McsLock(Threads, new MutantFlag(releaseClearsTail ? TwoPhaseLockingMutants.McsReleaseClearTail : TwoPhaseLockingMutants.None, TwoPhaseLockingMutants.McsReleaseClearTail));
         var tail = new long[1];
         var inCriticalSection = new int[1];
         var lastHolder = new long[] { -1 };

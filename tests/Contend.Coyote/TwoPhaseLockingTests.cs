@@ -2,6 +2,7 @@ using System.Buffers.Binary;
 using Contend.Engine.History;
 using Contend.Engine.Programs;
 using Contend.Engine.Protocols;
+using Contend.Engine.Protocols.TwoPhaseLocking;
 using Contend.Engine.Runtime;
 using Contend.Engine.Storage;
 using Microsoft.Coyote.Specifications;
@@ -21,13 +22,13 @@ public static class TwoPhaseLockingTests
 
     public static IEnumerable<CoyoteTest> All =>
     [
-        new("NoWait", () => Run("NoWait", Mutants.None)),
-        new("NoWaitTwinIgnoreLock", () => Run("NoWait", Mutants.NoWaitIgnoreLock), CaughtBy: "serializ"),
-        new("WaitDie", () => Run("WaitDie", Mutants.None)),
-        new("WaitDieTwinYoungerWaits", () => Run("WaitDie", Mutants.WaitDieYoungerWaits), CaughtBy: CoyoteSuite.StepsBound),
+        new("NoWait", () => Run("NoWait", TwoPhaseLockingMutants.None)),
+        new("NoWaitTwinIgnoreLock", () => Run("NoWait", TwoPhaseLockingMutants.NoWaitIgnoreLock), CaughtBy: "serializ"),
+        new("WaitDie", () => Run("WaitDie", TwoPhaseLockingMutants.None)),
+        new("WaitDieTwinYoungerWaits", () => Run("WaitDie", TwoPhaseLockingMutants.WaitDieYoungerWaits), CaughtBy: CoyoteSuite.StepsBound),
     ];
 
-    static async Task Run(string protocolName, Mutants mutants)
+    static async Task Run(string protocolName, TwoPhaseLockingMutants mutants)
     {
         using var db = new Database();
         var table = db.Create("account", sizeof(long), Rows);
@@ -41,7 +42,7 @@ public static class TwoPhaseLockingTests
         var auditProgram = audit.Build();
 
         var recorder = new HistoryRecorder(3);
-        var protocol = (ITransactionProtocol)ProtocolRegistry.Create(protocolName, new ProtocolSetup(db, 3, mutants));
+        var protocol = (ITransactionProtocol)ProtocolRegistry.Create(protocolName, new ProtocolSetup(db, 3) { Mutants = mutants });
         var timestamps = new long[1];
         var auditSum = new long[1];
 

@@ -9,7 +9,7 @@ namespace Contend.Tests;
 public class AllocationTests
 {
     /// <summary>The per-transaction protocols; Strife, a batch protocol, is measured per batch below.</summary>
-    public static TheoryData<string> Protocols => new(ProtocolRegistry.Names.Where(n => !ProtocolRegistry.IsBatch(n)));
+    public static TheoryData<string> Protocols => new(ProtocolRegistry.Descriptors.Where(d => d.Serializable && d.Kind == ProtocolKind.PerTransaction).Select(d => d.Name));
 
     [Theory, MemberData(nameof(Protocols))]
     public void SteadyStateTransactionsAllocateNothing(string protocol)

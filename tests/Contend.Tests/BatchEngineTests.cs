@@ -23,7 +23,7 @@ public class BatchEngineTests
 
     /// <summary>Transfers from <see cref="Submitters"/> threads, each keeping a window of them in
     /// flight so that batches hold many; then an audit of every balance.</summary>
-    static Outcomes RunBank(Mutants mutants = Mutants.None, int transfersPerSubmitter = TransfersPerSubmitter)
+    static Outcomes RunBank(StrifeMutants mutants = StrifeMutants.None, int transfersPerSubmitter = TransfersPerSubmitter)
     {
         var (db, transfer, audit) = Bank();
         using var _ = db;
@@ -92,12 +92,12 @@ public class BatchEngineTests
     }
 
     /// <summary>The twin: an analysis that lets a transaction join one of two clusters its rows lie
-    /// in (<see cref="Mutants.StrifeAllocateAcross"/>) runs conflicting transactions at once, with no
+    /// in (<see cref="StrifeMutants.AllocateAcross"/>) runs conflicting transactions at once, with no
     /// locks; the balances or the checker must see it.</summary>
     [Fact]
     public void AllocatingAcrossClustersIsCaught()
     {
-        var o = RunBank(Mutants.StrifeAllocateAcross, transfersPerSubmitter: 20_000);
+        var o = RunBank(StrifeMutants.AllocateAcross, transfersPerSubmitter: 20_000);
         Assert.False(o.Check.Serializable && o.Money == Accounts * Opening,
                      "neither the checker nor the balances caught clusters that share rows");
     }
@@ -312,7 +312,7 @@ public class BatchEngineTests
         var workload = new ExplodingWorkload();
         using var db = new Database();
         workload.Load(db);
-        var strife = ProtocolRegistry.Create("Strife", ProtocolSetup.For(db, 2) with { Strife = new StrifeOptions(BatchSize: 50) });
+        var strife = ProtocolRegistry.Create("Strife", new ProtocolSetup(db, 2, new StrifeOptions(BatchSize: 50)));
         var run = Task.Run(() => WorkerPool.Run(strife, workload, new RunOptions(Threads: 2, Seconds: 0, Pin: false, TransactionsPerWorker: 2_000)));
         Assert.True(await Task.WhenAny(run, Task.Delay(Patience)) == run, "the run did not end after its worker failed");
         var failed = Assert.IsType<InvalidOperationException>(run.Exception!.InnerException);

@@ -130,7 +130,7 @@ public class CommandLineTests
     public void FastWindowRunsHaveBothProbesWithinTwiceTheFastest()
     {
         static Harness.Studies.StudyRun Run(string protocol, double before, double after) =>
-            new("f", "1", protocol, 0, new Harness.RunRow(protocol, "w", "c", 2, 1, 1, 1, 0, 0, new Dictionary<string, long>(), 0, 0, 0, 0, null, [], 0),
+            new("f", "1", protocol, 0, new Harness.RunRow(protocol, "w", "c", 2, 1, 1, 1, 0, 0, new Dictionary<string, long>(), 0, 0, 0, 0, null, [], 0, new Dictionary<string, double>(), null),
                 before, after);
         var runs = new[] { Run("fast", 70, 80), Run("slow after", 70, 300), Run("at the bound", 139, 140), Run("slow before", 141, 70), Run("unprobed", double.NaN, double.NaN) };
         double limit = Harness.Studies.Study.FastWindowLimit(runs);

@@ -108,7 +108,7 @@ public class InsertFailureTests
     }
 
     public static TheoryData<string> PerTransactionProtocols() =>
-        [.. ProtocolRegistry.Names.Where(n => !ProtocolRegistry.IsBatch(n))];
+        [.. ProtocolRegistry.Descriptors.Where(d => d.Serializable && d.Kind == ProtocolKind.PerTransaction).Select(d => d.Name)];
 
     [Theory]
     [MemberData(nameof(PerTransactionProtocols))]

@@ -61,7 +61,7 @@ public class StrifeClusterTests
 
     static long LogKey(int worker, int drawn) => worker * 1_000_000L + drawn;
 
-    /// <summary>The twin (<see cref="Mutants.StrifeImagelessNoReserve"/>) must leave writes behind.</summary>
+    /// <summary>The twin (<see cref="StrifeMutants.ImagelessNoReserve"/>) must leave writes behind.</summary>
     [Theory]
     [InlineData(false)]
     [InlineData(true)]
@@ -70,7 +70,7 @@ public class StrifeClusterTests
         var workload = new IncrementAndLog();
         using var db = new Database();
         workload.Load(db);
-        var setup = ProtocolSetup.For(db, 2) with { Mutants = twin ? Mutants.StrifeImagelessNoReserve : Mutants.None };
+        var setup = ProtocolSetup.For(db, 2) with { Mutants = twin ? StrifeMutants.ImagelessNoReserve : StrifeMutants.None };
         var strife = new StrifeProtocol(setup, new StrifeOptions(BatchSize: 16));
         var result = WorkerPool.Run(strife, workload, new RunOptions(Threads: 2, Seconds: 0, RecordHistory: true, Pin: false, TransactionsPerWorker: PerWorker));
 

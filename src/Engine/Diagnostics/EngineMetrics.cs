@@ -1,7 +1,5 @@
 using System.Diagnostics.Metrics;
 using Contend.Engine.Protocols;
-using Contend.Engine.Protocols.StealDB;
-using Contend.Engine.Protocols.Strife;
 using Contend.Engine.Runtime;
 
 namespace Contend.Engine.Diagnostics;
@@ -16,9 +14,11 @@ namespace Contend.Engine.Diagnostics;
 /// <item><c>contend.transactions.committed</c> {protocol, workload}</item>
 /// <item><c>contend.transactions.aborted</c> {protocol, workload, reason}: conflict aborts
 /// (retried) and the logic's own (reason <c>User</c>, <c>TableFull</c>, <c>DuplicateKey</c>; not retried)</item>
-/// <item><c>contend.stealdb.ops.stolen</c> {protocol}: ops a lock waiter ran for another transaction</item>
-/// <item><c>contend.strife.batches</c>, <c>contend.strife.transactions.residual</c> {protocol}:
-/// batches analysed, and the transactions their analyses left to the residual phase</item>
+/// <item>each protocol's own counters {protocol}, declared by its descriptor
+/// (<see cref="ProtocolDescriptor.Counters"/>): <c>contend.stealdb.ops.stolen</c> (ops a lock
+/// waiter ran for another transaction), <c>contend.strife.batches</c> and
+/// <c>contend.strife.transactions.residual</c> (batches analysed, and the transactions their
+/// analyses left to the residual phase)</item>
 /// </list>
 /// The transaction counters count what each run reports: a worker's counts from the moment it
 /// starts measuring (after the warm-up), which is also when it restarts them
@@ -39,20 +39,16 @@ public static class EngineMetrics
     /// <summary>The protocols' own counters of ended runs, per instrument and protocol name.</summary>
     static readonly Dictionary<(string Instrument, string Protocol), long> s_endedProtocol = [];
 
-    const string Stolen = "contend.stealdb.ops.stolen", Batches = "contend.strife.batches", Residuals = "contend.strife.transactions.residual";
-
     /// <param name="Baseline">the protocol's own counters when the run began: an instance
     /// may serve several runs, and each run adds only what it counted</param>
     sealed record Tracked(IProtocol Protocol, string Workload, WorkerStats[] Workers, (string Instrument, long Value)[] Baseline);
 
     /// <summary>A protocol's own counters, each monotonic over the instance's life. Read while its
     /// workers run, each is a plain read of a word its workers bump: approximate, never torn.</summary>
-    static (string Instrument, long Value)[] ProtocolCounters(IProtocol protocol) => protocol switch
-    {
-        StealDb s => [(Stolen, s.StolenOps)],
-        StrifeProtocol s => [(Batches, s.Counts.Batches), (Residuals, s.Counts.Residuals)],
-        _ => [],
-    };
+    static (string Instrument, long Value)[] ProtocolCounters(IProtocol protocol) =>
+        ProtocolRegistry.TryFind(protocol.Name, out var descriptor)
+            ? descriptor.Counters.Select(c => (c.Instrument, c.Read(protocol))).ToArray()
+            : [];
 
     static EngineMetrics()
     {
@@ -60,12 +56,9 @@ public static class EngineMetrics
                                         "transactions committed, counted from each run's measured phase");
         s_meter.CreateObservableCounter("contend.transactions.aborted", Aborted, "{transaction}",
                                         "attempts aborted, by reason, counted from each run's measured phase");
-        s_meter.CreateObservableCounter(Stolen, () => ProtocolMeasurements(Stolen), "{operation}",
-                                        "ops a StealDB lock waiter ran for the transaction ahead of it");
-        s_meter.CreateObservableCounter(Batches, () => ProtocolMeasurements(Batches), "{batch}",
-                                        "batches Strife's analysis has split");
-        s_meter.CreateObservableCounter(Residuals, () => ProtocolMeasurements(Residuals), "{transaction}",
-                                        "transactions Strife's analysis left to the residual phase");
+        // Protocols that share code may share a counter (StealDB's three policies): one instrument each.
+        foreach (var counter in ProtocolRegistry.Descriptors.SelectMany(d => d.Counters).DistinctBy(c => c.Instrument))
+            s_meter.CreateObservableCounter(counter.Instrument, () => ProtocolMeasurements(counter.Instrument), counter.Unit, counter.Description);
     }
 
     /// <summary>Tracks a run's workers until the returned handle is disposed; then their final

@@ -21,7 +21,7 @@ namespace Contend.Engine.Protocols;
 public abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtocol
 {
     protected readonly Database Db = setup.Database;
-    readonly MutantFlag _prepareOutsideUndo = new(setup.Mutants, Mutants.PrepareOutsideUndo);
+    readonly MutantFlag _prepareOutsideUndo = new(setup.Mutants, OpByOpMutants.PrepareOutsideUndo);
 
     public abstract string Name { get; }
 
@@ -48,7 +48,7 @@ public abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtocol
             Abort(ctx);
             throw;
         }
-        // The twin (Mutants.PrepareOutsideUndo): an insert body that throws skips the abort.
+        // The twin (OpByOpMutants.PrepareOutsideUndo): an insert body that throws skips the abort.
         if (reason == AbortReason.None && _prepareOutsideUndo) reason = Prepare(ctx).Reason;
         if (reason != AbortReason.None)
         {

@@ -56,34 +56,35 @@ public sealed class BatchEngine : IDisposable
     /// <summary>Cancelled when the engine closes, to refuse the submissions waiting for room.</summary>
     readonly CancellationTokenSource _closed = new();
     long _waited;
-    /// <summary>Twins (<see cref="Mutants.BatchEngineLostWakeup"/>, <see cref="Mutants.BatchEngineCloseWithoutWait"/>).</summary>
+    /// <summary>Twins (<see cref="BatchEngineMutants"/>).</summary>
     readonly MutantFlag _lostWakeup, _closeWithoutWait;
 
-    /// <param name="protocol">a batch protocol's name (<see cref="ProtocolRegistry.IsBatch"/>)</param>
+    /// <param name="protocol">a batch protocol's name (<see cref="ProtocolKind.Batch"/>)</param>
     /// <param name="workers">the engine's worker threads, 1..255</param>
-    /// <param name="options">Strife's knobs; null: its defaults</param>
+    /// <param name="options">the protocol's knobs (<see cref="ProtocolDescriptor.OptionsType"/>); null: its defaults</param>
     /// <param name="recordHistory">record every commit's reads and writes, for <see cref="History"/></param>
     /// <param name="name">what the meter's series are tagged with as their workload</param>
     /// <param name="pin">pin worker w to core w mod the cores (a machine given over to the engine)</param>
     /// <param name="maxPending">the most transactions submitted and not yet drawn into a batch; a
     /// submission beyond it waits for room. Null: no bound.</param>
-    public BatchEngine(Database db, string protocol, int workers, Protocols.Strife.StrifeOptions? options = null,
+    public BatchEngine(Database db, string protocol, int workers, ProtocolOptions? options = null,
                        bool recordHistory = false, string name = "embedded", bool pin = false, int? maxPending = null)
-        : this(db, protocol, workers, options, recordHistory, name, pin, maxPending, Mutants.None)
+        : this(db, protocol, workers, options, recordHistory, name, pin, maxPending, mutants: null)
     {
     }
 
-    /// <param name="mutants">a broken protocol step, for the tests that must catch it</param>
-    internal BatchEngine(Database db, string protocol, int workers, Protocols.Strife.StrifeOptions? options,
-                         bool recordHistory, string name, bool pin, int? maxPending, Mutants mutants)
+    /// <param name="mutants">a broken step, for the tests that must catch it: the engine's own
+    /// (<see cref="BatchEngineMutants"/>) or the protocol's</param>
+    internal BatchEngine(Database db, string protocol, int workers, ProtocolOptions? options,
+                         bool recordHistory, string name, bool pin, int? maxPending, Enum? mutants)
     {
         if (workers is < 1 or > 255) throw new ArgumentOutOfRangeException(nameof(workers), $"workers {workers}: must be 1..255");
         if (maxPending is < 1) throw new ArgumentOutOfRangeException(nameof(maxPending), $"maxPending {maxPending}: must be at least 1, or null for no bound");
         EmbeddedWorkers.CheckProtocol(protocol, batch: true);
-        _protocol = (IBatchProtocol)ProtocolRegistry.Create(protocol, new ProtocolSetup(db, workers, mutants, options));
+        _protocol = (IBatchProtocol)ProtocolRegistry.Create(protocol, new ProtocolSetup(db, workers, options) { Mutants = mutants is BatchEngineMutants ? null : mutants });
         _workers = new EmbeddedWorkers(_protocol, workers, recordHistory, name);
-        _lostWakeup = new(mutants, Mutants.BatchEngineLostWakeup);
-        _closeWithoutWait = new(mutants, Mutants.BatchEngineCloseWithoutWait);
+        _lostWakeup = new(mutants, BatchEngineMutants.LostWakeup);
+        _closeWithoutWait = new(mutants, BatchEngineMutants.CloseWithoutWait);
         if (maxPending is int bound) _room = new SemaphoreSlim(bound, bound);
         var source = new Submissions(_queue, _room);
         _live = workers;

@@ -30,9 +30,9 @@ internal sealed class EmbeddedWorkers : IDisposable
     /// <summary>Throws, naming the protocol, unless it is known and of the kind the engine runs.</summary>
     public static void CheckProtocol(string protocol, bool batch)
     {
-        if (!ProtocolRegistry.IsKnown(protocol))
+        if (!ProtocolRegistry.TryFind(protocol, out var descriptor))
             throw new ArgumentException(ProtocolRegistry.Unknown(protocol), nameof(protocol));
-        if (ProtocolRegistry.IsBatch(protocol) == batch) return;
+        if ((descriptor.Kind == ProtocolKind.Batch) == batch) return;
         throw new ArgumentException(batch
             ? $"{protocol} is a per-transaction protocol: it runs on the caller's thread (TransactionEngine), not in batches"
             : $"{protocol} is a batch protocol: it runs batches on workers of its own (BatchEngine), not one transaction on the caller's thread",

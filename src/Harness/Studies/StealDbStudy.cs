@@ -1,5 +1,6 @@
 using System.Globalization;
 using System.Text;
+using Contend.Engine.Protocols.StealDB;
 using Contend.Engine.Runtime;
 using Contend.Harness.Workloads;
 
@@ -42,7 +43,7 @@ public static class StealDbStudy
     {
         var figures = Figures(options);
         return Study.Run("StealDB study (seed 000, Section 4)", figures, options, outDirectory, commandLine, log,
-                         ("; share of ops run by a waiter for StealDB's code", p => double.IsNaN(p.StolenShare) ? "" : $", {p.StolenShare:P0} stolen"), Ratios,
+                         ("; share of ops run by a waiter for StealDB's code", p => double.IsNaN(p.Share(StealDb.StolenShareName)) ? "" : $", {p.Share(StealDb.StolenShareName):P0} stolen"), Ratios,
                          (points, fast) => Verdict(points, fast, figures, options.Threads));
     }
 

@@ -1,5 +1,6 @@
 using System.Globalization;
 using System.Text;
+using Contend.Engine.Protocols.Strife;
 using Contend.Engine.Runtime;
 using Contend.Harness.Workloads;
 
@@ -52,9 +53,9 @@ public static class StrifeStudy
     {
         var figures = Figures(options);
         return Study.Run("Strife study (seed 002, Section 4)", figures, options, outDirectory, commandLine, log,
-                         ("; for Strife, the share of transactions its analysis left residual", p => double.IsNaN(p.ResidualShare) ? "" : $", {p.ResidualShare:P0} residual"), Ratios,
+                         ("; for Strife, the share of transactions its analysis left residual", p => double.IsNaN(p.Share(StrifeProtocol.ResidualShareName)) ? "" : $", {p.Share(StrifeProtocol.ResidualShareName):P0} residual"), Ratios,
                          (points, fast) => Verdict(points, fast, figures, options.Threads),
-                         $"Strife with its defaults: {new Engine.Protocols.Strife.StrifeOptions().Resolve(options.Threads)}");
+                         $"Strife with its defaults: {new StrifeOptions().Resolve(options.Threads)}");
     }
 
     static string Ratios(Figure figure, IReadOnlyList<StudyPoint> points)

@@ -23,9 +23,14 @@ public sealed record StudyOptions(int Threads = 2, double Seconds = 2, double Wa
 /// just after it (<see cref="LineProbe"/>).</summary>
 public sealed record StudyRun(string Figure, string Point, string Protocol, int Repeat, RunRow Row, double LineBefore, double LineAfter);
 
-/// <summary>One series point: the median over repeats.</summary>
-public sealed record StudyPoint(string Figure, string Point, string Protocol, double Throughput, double AbortRate, double StolenShare, int Repeats,
-                                double ResidualShare = double.NaN);
+/// <summary>One series point: the median over repeats, of the throughput, the abort rate and
+/// each share the protocol reports (<see cref="Contend.Engine.Protocols.ProtocolReport.Shares"/>).</summary>
+public sealed record StudyPoint(string Figure, string Point, string Protocol, double Throughput, double AbortRate, int Repeats,
+                                IReadOnlyDictionary<string, double> Shares)
+{
+    /// <summary>The median of the share <paramref name="name"/>; NaN where the protocol reports none.</summary>
+    public double Share(string name) => Shares.GetValueOrDefault(name, double.NaN);
+}
 
 /// <summary>A figure: one workload per x point, the same protocols at each, on the study's
 /// workers or on <paramref name="Workers"/> where set; <paramref name="Rerun"/> names, point by
@@ -62,9 +67,9 @@ public static class Study
         (from label in figure.Points.Select(p => p.Label)
          from protocol in figure.Protocols
          let rows = runs.Where(r => r.Point == label && r.Protocol == protocol).Select(r => r.Row).ToList()
-         select new StudyPoint(figure.Name, label, protocol, Median(rows.Select(r => r.Throughput)), Median(rows.Select(r => r.AbortRate)),
-                               Median(rows.Select(r => r.StolenShare ?? double.NaN)), rows.Count,
-                               Median(rows.Select(r => r.ResidualShare ?? double.NaN)))).ToList();
+         select new StudyPoint(figure.Name, label, protocol, Median(rows.Select(r => r.Throughput)), Median(rows.Select(r => r.AbortRate)), rows.Count,
+                               rows.SelectMany(r => r.Shares.Keys).Distinct()
+                                   .ToDictionary(name => name, name => Median(rows.Where(r => r.Shares.ContainsKey(name)).Select(r => r.Shares[name]))))).ToList();
 
     /// <summary>
     /// The bound of the machine's fast window: twice the fastest probe of the study's runs; NaN
@@ -101,19 +106,22 @@ public static class Study
     public static void WriteCsv(string path, IReadOnlyList<StudyRun> runs, Dictionary<string, string> metadata)
     {
         var csv = new StringBuilder();
-        csv.AppendLine("figure,point,protocol,repeat,threads,seconds,commits,txn_per_s,abort_rate,stolen_share,residual_share,p50_us,p99_us,config,command,commit,machine,date," +
-                       "line_round_trip_ns,line_round_trip_after_ns");
+        // One column per share any protocol of the study reported, named as it names it.
+        var shares = runs.SelectMany(r => r.Row.Shares.Keys).Distinct().Order(StringComparer.Ordinal).ToList();
+        csv.AppendLine(string.Join(",", ["figure", "point", "protocol", "repeat", "threads", "seconds", "commits", "txn_per_s", "abort_rate", .. shares,
+                                         "p50_us", "p99_us", "config", "command", "commit", "machine", "date", "line_round_trip_ns", "line_round_trip_after_ns"]));
         foreach (var r in runs)
         {
-            csv.AppendLine(string.Join(",", new[]
-            {
+            string[] fields =
+            [
                 r.Figure, r.Point, r.Protocol, Runner.Inv(r.Repeat + 1), Runner.Inv(r.Row.Threads), Runner.Inv(r.Row.Seconds), Runner.Inv(r.Row.Commits), Runner.Inv(r.Row.Throughput),
-                Runner.Inv(r.Row.AbortRate), r.Row.StolenShare is { } stolen ? Runner.Inv(stolen) : "",
-                r.Row.ResidualShare is { } residual ? Runner.Inv(residual) : "", Runner.Inv(r.Row.P50Micros), Runner.Inv(r.Row.P99Micros),
+                Runner.Inv(r.Row.AbortRate), .. shares.Select(s => r.Row.Shares.TryGetValue(s, out double v) ? Runner.Inv(v) : ""),
+                Runner.Inv(r.Row.P50Micros), Runner.Inv(r.Row.P99Micros),
                 r.Row.Config, metadata["command"], metadata["commit"], metadata["machine"], metadata["date"],
                 double.IsNaN(r.LineBefore) ? "" : Runner.Inv(r.LineBefore),
                 double.IsNaN(r.LineAfter) ? "" : Runner.Inv(r.LineAfter),
-            }.Select(Runner.Quote)));
+            ];
+            csv.AppendLine(string.Join(",", fields.Select(Runner.Quote)));
         }
         Runner.Atomic(path, csv.ToString());
     }

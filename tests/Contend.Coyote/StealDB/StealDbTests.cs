@@ -97,28 +97,28 @@ public static class StealDbTests
 
     public static IEnumerable<CoyoteTest> All =>
     [
-        new("StealDBHot", () => Run(HotWorkload, StealPolicy.Queue, Mutants.None), MaxSteps: Steps),
-        new("StealDBOpposite", () => Run(OppositeWorkload, StealPolicy.Queue, Mutants.None), MaxSteps: Steps),
-        new("StealDBLockOrder", () => Run(LockOrderWorkload, StealPolicy.Queue, Mutants.None), MaxSteps: Steps),
-        new("StealDBTwoHot", () => Run(TwoHotWorkload, StealPolicy.Queue, Mutants.None), MaxSteps: Steps),
-        new("StealDBBasicWSHot", () => Run(HotWorkload, StealPolicy.Basic, Mutants.None), MaxSteps: Steps),
-        new("StealDBNoStealOpposite", () => Run(OppositeWorkload, StealPolicy.None, Mutants.None), MaxSteps: Steps),
-        new("StealDBThrowingBody", () => Run(ThrowingWorkload, StealPolicy.Queue, Mutants.None), MaxSteps: Steps),
-        new("StealDBThrowingBodyStolenReachable", () => Run(ThrowingWorkload, StealPolicy.Queue, Mutants.None, assertOwnerRanThrow: true),
+        new("StealDBHot", () => Run(HotWorkload, StealPolicy.Queue, StealDbMutants.None), MaxSteps: Steps),
+        new("StealDBOpposite", () => Run(OppositeWorkload, StealPolicy.Queue, StealDbMutants.None), MaxSteps: Steps),
+        new("StealDBLockOrder", () => Run(LockOrderWorkload, StealPolicy.Queue, StealDbMutants.None), MaxSteps: Steps),
+        new("StealDBTwoHot", () => Run(TwoHotWorkload, StealPolicy.Queue, StealDbMutants.None), MaxSteps: Steps),
+        new("StealDBBasicWSHot", () => Run(HotWorkload, StealPolicy.Basic, StealDbMutants.None), MaxSteps: Steps),
+        new("StealDBNoStealOpposite", () => Run(OppositeWorkload, StealPolicy.None, StealDbMutants.None), MaxSteps: Steps),
+        new("StealDBThrowingBody", () => Run(ThrowingWorkload, StealPolicy.Queue, StealDbMutants.None), MaxSteps: Steps),
+        new("StealDBThrowingBodyStolenReachable", () => Run(ThrowingWorkload, StealPolicy.Queue, StealDbMutants.None, assertOwnerRanThrow: true),
             CaughtBy: "ThrowStolenReachable", MaxSteps: Steps),
-        new("StealDBTwinReadThenClear", () => Run(TwoHotWorkload, StealPolicy.Queue, Mutants.StealReadThenClear),
+        new("StealDBTwinReadThenClear", () => Run(TwoHotWorkload, StealPolicy.Queue, StealDbMutants.ReadThenClear),
             CaughtBy: "StealTokenTakenOnceInv", MaxSteps: Steps),
-        new("StealDBTwinClaimTestThenSet", () => Run(HotWorkload, StealPolicy.Queue, Mutants.StealClaimTestThenSet),
+        new("StealDBTwinClaimTestThenSet", () => Run(HotWorkload, StealPolicy.Queue, StealDbMutants.ClaimTestThenSet),
             CaughtBy: "ExactlyOnceCoreInv", MaxSteps: Steps),
-        new("StealDBTwinEarlyRelease", () => Run(HotWorkload, StealPolicy.Queue, Mutants.StealEarlyRelease),
+        new("StealDBTwinEarlyRelease", () => Run(HotWorkload, StealPolicy.Queue, StealDbMutants.EarlyRelease),
             CaughtBy: "TwoPhaseProp", MaxSteps: Steps),
-        new("StealDBTwinRunWithoutLock", () => Run(HotWorkload, StealPolicy.Queue, Mutants.StealRunWithoutLock),
+        new("StealDBTwinRunWithoutLock", () => Run(HotWorkload, StealPolicy.Queue, StealDbMutants.RunWithoutLock),
             CaughtBy: "MutualExclusionInv", MaxSteps: Steps),
-        new("StealDBTwinTimeoutLeavesQueue", () => Run(HotWorkload, StealPolicy.Queue, Mutants.StealTimeoutLeavesQueue),
+        new("StealDBTwinTimeoutLeavesQueue", () => Run(HotWorkload, StealPolicy.Queue, StealDbMutants.TimeoutLeavesQueue),
             CaughtBy: "MutualExclusionInv", MaxSteps: Steps),
-        new("StealDBTwinReleaseClearTail", () => Run(HotWorkload, StealPolicy.Queue, Mutants.McsReleaseClearTail),
+        new("StealDBTwinReleaseClearTail", () => Run(HotWorkload, StealPolicy.Queue, StealDbMutants.McsReleaseClearTail),
             CaughtBy: CoyoteSuite.StepsBound, MaxSteps: Steps),
-        new("StealDBTwinFailureEscapes", () => Run(ThrowingWorkload, StealPolicy.Queue, Mutants.StealFailureEscapes),
+        new("StealDBTwinFailureEscapes", () => Run(ThrowingWorkload, StealPolicy.Queue, StealDbMutants.FailureEscapes),
             CaughtBy: "FailedTxnUndoneInv", MaxSteps: Steps),
     ];
 
@@ -127,7 +127,7 @@ public static class StealDbTests
     /// the workload's row number); with checks off, nothing is asserted (a twin's trace is
     /// recorded for trace validation to judge). <paramref name="assertOwnerRanThrow"/> turns the
     /// check that a thief can run a throwing op into an assertion that none did.</summary>
-    internal static async Task Run(TxnSpec[] workload, StealPolicy policy, Mutants mutants,
+    internal static async Task Run(TxnSpec[] workload, StealPolicy policy, StealDbMutants mutants,
                                    StealDbTrace? trace = null, Dictionary<long, int>? rowKeys = null, bool checks = true,
                                    bool assertOwnerRanThrow = false)
     {
@@ -143,7 +143,7 @@ public static class StealDbTests
         int workers = workload.Length;
         var recorder = new HistoryRecorder(workers);
         var audit = checks ? new StealDbAudit(message => Specification.Assert(false, message)) : null;
-        var protocol = new StealDb(new ProtocolSetup(db, workers, mutants),
+        var protocol = new StealDb(new ProtocolSetup(db, workers) { Mutants = mutants },
                                    new StealDbOptions(policy, WaitThreshold: Threshold), "StealDB")
         {
             Audit = audit,

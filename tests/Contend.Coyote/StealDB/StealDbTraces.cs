@@ -22,10 +22,10 @@ namespace Contend.Coyote.StealDB;
 /// </summary>
 public static class StealDbTraces
 {
-    sealed record TraceCase(string Name, TxnSpec[] Workload, StealPolicy Policy, Mutants Mutant,
+    sealed record TraceCase(string Name, TxnSpec[] Workload, StealPolicy Policy, StealDbMutants Mutant,
                             string Shows, Func<List<StealDbEvent>, bool> Wanted)
     {
-        public bool Twin => Mutant != Mutants.None;
+        public bool Twin => Mutant != StealDbMutants.None;
     }
 
     static bool Has(List<StealDbEvent> events, StealDbAction action, bool? ok = null) =>
@@ -35,38 +35,38 @@ public static class StealDbTraces
 
     static readonly TraceCase[] Cases =
     [
-        new("StealDBTraceHot", HotWorkload, StealPolicy.Queue, Mutants.None,
+        new("StealDBTraceHot", HotWorkload, StealPolicy.Queue, StealDbMutants.None,
             "waiters steal and run the holder's ops, one takes back what it handed down (C3), one transaction's logic aborts",
             e => Committed(e) && Has(e, StealDbAction.WaiterStealRun, ok: true) && Has(e, StealDbAction.WaiterStealBack)
                  && Has(e, StealDbAction.OwnerDecide, ok: false)),
-        new("StealDBTraceHotTimeout", HotWorkload, StealPolicy.Queue, Mutants.None,
+        new("StealDBTraceHotTimeout", HotWorkload, StealPolicy.Queue, StealDbMutants.None,
             "a waiter on the hot record times out (C2) and its owner closes the ops nobody claimed",
             e => Committed(e) && Has(e, StealDbAction.WaiterTimeout) && Has(e, StealDbAction.OwnerCloseOp)),
-        new("StealDBTraceOpposite", OppositeWorkload, StealPolicy.Queue, Mutants.None,
+        new("StealDBTraceOpposite", OppositeWorkload, StealPolicy.Queue, StealDbMutants.None,
             "opposite lock orders: the deadlock broken by a timeout (C2), the retry commits",
             e => Committed(e) && Has(e, StealDbAction.WaiterTimeout)),
-        new("StealDBTraceLockOrder", LockOrderWorkload, StealPolicy.Queue, Mutants.None,
+        new("StealDBTraceLockOrder", LockOrderWorkload, StealPolicy.Queue, StealDbMutants.None,
             "sorted lock order broken by stealing",
             e => Committed(e) && Has(e, StealDbAction.WaiterStealRun, ok: true)),
-        new("StealDBTraceTwoHot", TwoHotWorkload, StealPolicy.Queue, Mutants.None,
+        new("StealDBTraceTwoHot", TwoHotWorkload, StealPolicy.Queue, StealDbMutants.None,
             "two waiters behind one predecessor, on two records",
             e => Committed(e) && e.Count(x => x.Action == StealDbAction.WaiterStealSwap) >= 2),
-        new("StealDBTraceBasicWSHot", HotWorkload, StealPolicy.Basic, Mutants.None,
+        new("StealDBTraceBasicWSHot", HotWorkload, StealPolicy.Basic, StealDbMutants.None,
             "basic work stealing: waiters take the holder's ops by CAS",
             e => Committed(e) && Has(e, StealDbAction.WaiterStealBasic)),
-        new("StealDBTraceNoStealOpposite", OppositeWorkload, StealPolicy.None, Mutants.None,
+        new("StealDBTraceNoStealOpposite", OppositeWorkload, StealPolicy.None, StealDbMutants.None,
             "vanilla 2PL over MCS locks: the deadlock broken by a timeout",
             e => Committed(e) && Has(e, StealDbAction.WaiterTimeout)),
-        new("StealDBTraceThrowing", ThrowingWorkload, StealPolicy.Queue, Mutants.None,
+        new("StealDBTraceThrowing", ThrowingWorkload, StealPolicy.Queue, StealDbMutants.None,
             "a waiter runs the holder's last op, whose body throws: a failing op, as the spec's, and the holder aborts",
             e => Committed(e) && e.Any(x => x.Action == StealDbAction.RunOpExecute && !x.Ok && x.Worker != x.Tid)),
-        new("StealDBTraceTwinEarlyRelease", HotWorkload, StealPolicy.Queue, Mutants.StealEarlyRelease,
+        new("StealDBTraceTwinEarlyRelease", HotWorkload, StealPolicy.Queue, StealDbMutants.EarlyRelease,
             "twin: an op releases its lock as soon as it has run",
             e => Has(e, StealDbAction.OwnerRelease)),
-        new("StealDBTraceTwinRunWithoutLock", HotWorkload, StealPolicy.Queue, Mutants.StealRunWithoutLock,
+        new("StealDBTraceTwinRunWithoutLock", HotWorkload, StealPolicy.Queue, StealDbMutants.RunWithoutLock,
             "twin: a queued op runs without waiting for the lock",
             e => e.Any(x => x.Action == StealDbAction.RunOpTryLock && x.Predecessor != 0)),
-        new("StealDBTraceTwinTimeoutLeavesQueue", HotWorkload, StealPolicy.Queue, Mutants.StealTimeoutLeavesQueue,
+        new("StealDBTraceTwinTimeoutLeavesQueue", HotWorkload, StealPolicy.Queue, StealDbMutants.TimeoutLeavesQueue,
             "twin: a timed-out waiter's lock context leaves the queue before it reaches the head",
             ReleasesBehindHead),
     ];
@@ -103,7 +103,7 @@ public static class StealDbTraces
     {
         Directory.CreateDirectory(dir);
         var models = new List<object>();
-        var used = new HashSet<(TxnSpec[], StealPolicy, Mutants, int)>();
+        var used = new HashSet<(TxnSpec[], StealPolicy, StealDbMutants, int)>();
         int missing = 0;
         foreach (var c in Cases)
         {
@@ -151,7 +151,7 @@ public static class StealDbTraces
     /// <summary>The first run that shows what the case is about, skipping the seeds an earlier case
     /// of the same workload took (the same seed would record the same run).</summary>
     static (int Seed, List<StealDbEvent> Events, Dictionary<long, int> RowKeys)? Record(
-        TraceCase c, HashSet<(TxnSpec[], StealPolicy, Mutants, int)> used)
+        TraceCase c, HashSet<(TxnSpec[], StealPolicy, StealDbMutants, int)> used)
     {
         for (int seed = 1; seed <= MaxSeeds; seed++)
         {

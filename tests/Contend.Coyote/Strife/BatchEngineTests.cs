@@ -33,22 +33,22 @@ public static class BatchEngineTests
     /// almost never; so they run prioritized, and so does a correct run beside them.</remarks>
     public static IEnumerable<CoyoteTest> All =>
     [
-        new("StrifeEngine", () => Run(Mutants.None, workers: 2), MaxSteps: Steps),
-        new("StrifeEngineOneWorker", () => Run(Mutants.None, workers: 1), MaxSteps: Steps),
-        new("StrifeEngineBounded", () => Run(Mutants.None, workers: 2, maxPending: 1), MaxSteps: Steps),
+        new("StrifeEngine", () => Run(BatchEngineMutants.None, workers: 2), MaxSteps: Steps),
+        new("StrifeEngineOneWorker", () => Run(BatchEngineMutants.None, workers: 1), MaxSteps: Steps),
+        new("StrifeEngineBounded", () => Run(BatchEngineMutants.None, workers: 2, maxPending: 1), MaxSteps: Steps),
         // Non-vacuity: whether a submitter finds the backlog full depends on the schedule, so the
         // test asserts it never does, and Coyote must break that.
-        new("StrifeEngineBoundedWaitReachable", () => Run(Mutants.None, workers: 2, maxPending: 1, assertNeverWaited: true),
+        new("StrifeEngineBoundedWaitReachable", () => Run(BatchEngineMutants.None, workers: 2, maxPending: 1, assertNeverWaited: true),
             CaughtBy: "BoundedWaitReachable", MaxSteps: Steps),
-        new("StrifeEnginePrioritized", () => Run(Mutants.None, workers: 2), MaxSteps: Steps, Prioritized: true),
+        new("StrifeEnginePrioritized", () => Run(BatchEngineMutants.None, workers: 2), MaxSteps: Steps, Prioritized: true),
         // Every worker asleep while a submitter awaits a transaction left in the queue: a deadlock.
-        new("StrifeEngineTwinLostWakeup", () => Run(Mutants.BatchEngineLostWakeup, workers: 2), CaughtBy: "Deadlock", MaxSteps: Steps, Prioritized: true),
-        new("StrifeEngineTwinCloseWithoutWait", () => Run(Mutants.BatchEngineCloseWithoutWait, workers: 2), CaughtBy: Dropped, MaxSteps: Steps, Prioritized: true),
+        new("StrifeEngineTwinLostWakeup", () => Run(BatchEngineMutants.LostWakeup, workers: 2), CaughtBy: "Deadlock", MaxSteps: Steps, Prioritized: true),
+        new("StrifeEngineTwinCloseWithoutWait", () => Run(BatchEngineMutants.CloseWithoutWait, workers: 2), CaughtBy: Dropped, MaxSteps: Steps, Prioritized: true),
     ];
 
     /// <param name="maxPending">the engine's bound on its backlog: at 1, the two submitters take
     /// turns, one waiting for room while the other's transaction is queued</param>
-    static async Task Run(Mutants mutants, int workers, int? maxPending = null, bool assertNeverWaited = false)
+    static async Task Run(BatchEngineMutants mutants, int workers, int? maxPending = null, bool assertNeverWaited = false)
     {
         using var db = new Database();
         var table = db.Create("rec", sizeof(long), 2);

@@ -90,31 +90,31 @@ public static class StrifeTests
 
     public static IEnumerable<CoyoteTest> All =>
     [
-        new("StrifeSpans", () => Run(Spans, Mutants.None, Expect.Residual | Expect.TwoClusters), MaxSteps: Steps),
-        new("StrifeSpansNoOverlap", () => Run(Spans, Mutants.None, Expect.Residual | Expect.TwoClusters, overlap: false), MaxSteps: Steps),
-        new("StrifeSpansMerge", () => Run(Spans, Mutants.None, Expect.Merge, alpha: 0.2), MaxSteps: Steps),
-        new("StrifeLongResidual", () => Run(LongResidual, Mutants.None, Expect.Residual), MaxSteps: Steps),
-        new("StrifeOverlapReachable", () => Run(LongResidual, Mutants.None, Expect.Residual | Expect.Overlap),
+        new("StrifeSpans", () => Run(Spans, StrifeMutants.None, Expect.Residual | Expect.TwoClusters), MaxSteps: Steps),
+        new("StrifeSpansNoOverlap", () => Run(Spans, StrifeMutants.None, Expect.Residual | Expect.TwoClusters, overlap: false), MaxSteps: Steps),
+        new("StrifeSpansMerge", () => Run(Spans, StrifeMutants.None, Expect.Merge, alpha: 0.2), MaxSteps: Steps),
+        new("StrifeLongResidual", () => Run(LongResidual, StrifeMutants.None, Expect.Residual), MaxSteps: Steps),
+        new("StrifeOverlapReachable", () => Run(LongResidual, StrifeMutants.None, Expect.Residual | Expect.Overlap),
             CaughtBy: "OverlapReachable", MaxSteps: Steps),
-        new("StrifeOneCluster", () => Run(OneCluster, Mutants.None, Expect.None), MaxSteps: Steps),
-        new("StrifeOverlapClustersReachable", () => Run(OneCluster, Mutants.None, Expect.OverlapClusters),
+        new("StrifeOneCluster", () => Run(OneCluster, StrifeMutants.None, Expect.None), MaxSteps: Steps),
+        new("StrifeOverlapClustersReachable", () => Run(OneCluster, StrifeMutants.None, Expect.OverlapClusters),
             CaughtBy: "OverlapClustersReachable", MaxSteps: Steps),
-        new("StrifeReadWrite", () => Run(ReadWrite, Mutants.None, Expect.TwoClusters), MaxSteps: Steps),
-        new("StrifeTwinAllocateAcross", () => Run(Spans, Mutants.StrifeAllocateAcross, Expect.None),
+        new("StrifeReadWrite", () => Run(ReadWrite, StrifeMutants.None, Expect.TwoClusters), MaxSteps: Steps),
+        new("StrifeTwinAllocateAcross", () => Run(Spans, StrifeMutants.AllocateAcross, Expect.None),
             CaughtBy: "ConflictFreeInv", MaxSteps: Steps),
-        new("StrifeTwinIgnoreReads", () => Run(ReadWrite, Mutants.StrifeIgnoreReads, Expect.None),
+        new("StrifeTwinIgnoreReads", () => Run(ReadWrite, StrifeMutants.IgnoreReads, Expect.None),
             CaughtBy: "ConflictFreeInv", MaxSteps: Steps),
-        new("StrifeTwinNoBarrier", () => Run(Spans, Mutants.StrifeNoBarrier, Expect.None),
+        new("StrifeTwinNoBarrier", () => Run(Spans, StrifeMutants.NoBarrier, Expect.None),
             CaughtBy: "NoResidualBeforeClustersInv", MaxSteps: Steps),
-        new("StrifeTwinAbortKeepsLocks", () => Run(Spans, Mutants.StrifeAbortKeepsLocks, Expect.None),
+        new("StrifeTwinAbortKeepsLocks", () => Run(Spans, StrifeMutants.AbortKeepsLocks, Expect.None),
             CaughtBy: "LocksMatchAttemptInv", MaxSteps: Steps),
-        new("StrifeTwinOverlapEarly", () => Run(LongResidual, Mutants.StrifeOverlapEarly, Expect.None),
+        new("StrifeTwinOverlapEarly", () => Run(LongResidual, StrifeMutants.OverlapEarly, Expect.None),
             CaughtBy: "BatchOrderInv", MaxSteps: Steps),
-        new("StrifeTwinRetryAfterCommit", () => Run(Spans, Mutants.StrifeRetryAfterCommit, Expect.None),
+        new("StrifeTwinRetryAfterCommit", () => Run(Spans, StrifeMutants.RetryAfterCommit, Expect.None),
             CaughtBy: "ExactlyOnceInv", MaxSteps: Steps),
     ];
 
-    internal static async Task Run(TxnSpec[] workload, Mutants mutants, Expect expect, bool overlap = true, double alpha = 1.0)
+    internal static async Task Run(TxnSpec[] workload, StrifeMutants mutants, Expect expect, bool overlap = true, double alpha = 1.0)
     {
         using var db = new Database();
         var table = db.Create("rec", sizeof(long), 8);
@@ -125,7 +125,7 @@ public static class StrifeTests
         const int workers = 2;
         var recorder = new HistoryRecorder(workers);
         var checker = new StrifeChecker(table, specOf, message => Specification.Assert(false, message));
-        var protocol = new StrifeProtocol(new ProtocolSetup(db, workers, mutants),
+        var protocol = new StrifeProtocol(new ProtocolSetup(db, workers) { Mutants = mutants },
                                           new StrifeOptions(BatchSize: BatchSize, Alpha: alpha, SpotRounds: 4, NoWaitRetries: 1, Overlap: overlap, Seed: 3))
         { Observer = checker };
         var control = RunControl.Fixed(workload.Length);

@@ -24,12 +24,12 @@ public static class TwoPhaseCommitTests
     public static IEnumerable<CoyoteTest> All =>
         TwoPhaseCommitSimulation.Protocols.SelectMany(p => new CoyoteTest[]
         {
-            new($"TwoPhaseCommit{p}", () => Run(p, Mutants.None)),
-            new($"TwoPhaseCommit{p}TwinCommitsOnYes", () => Run(p, Mutants.TpcParticipantCommitsOnYes), CaughtBy: "atomicity"),
-            new($"TwoPhaseCommit{p}TwinForgetsAbort", () => Run(p, Mutants.TpcCoordinatorForgetsAbort), CaughtBy: "never ended"),
+            new($"TwoPhaseCommit{p}", () => Run(p, TwoPhaseCommitMutants.None)),
+            new($"TwoPhaseCommit{p}TwinCommitsOnYes", () => Run(p, TwoPhaseCommitMutants.ParticipantCommitsOnYes), CaughtBy: "atomicity"),
+            new($"TwoPhaseCommit{p}TwinForgetsAbort", () => Run(p, TwoPhaseCommitMutants.CoordinatorForgetsAbort), CaughtBy: "never ended"),
         });
 
-    static Task Run(string protocol, Mutants mutants)
+    static Task Run(string protocol, TwoPhaseCommitMutants mutants)
     {
         var choices = Generator.Create();
         var bank = new Bank(accounts: 6, hot: 2);

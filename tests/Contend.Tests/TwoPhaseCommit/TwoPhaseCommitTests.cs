@@ -115,7 +115,7 @@ public class TwoPhaseCommitTests(ITestOutputHelper output)
     [MemberData(nameof(Protocols))]
     public void Twin_participant_that_commits_on_its_yes_breaks_atomicity(string protocol)
     {
-        var options = Options(protocol, 3, Lossy) with { Mutants = Mutants.TpcParticipantCommitsOnYes };
+        var options = Options(protocol, 3, Lossy) with { Mutants = TwoPhaseCommitMutants.ParticipantCommitsOnYes };
         var (r, _, _) = Run(options, new Bank(200, 8));
         output.WriteLine(r.Atomicity.FirstOrDefault() ?? "(none)");
         Assert.NotEmpty(r.Atomicity);
@@ -126,7 +126,7 @@ public class TwoPhaseCommitTests(ITestOutputHelper output)
     public void Twin_coordinator_that_forgets_an_abort_leaves_transactions_unfinished(string protocol)
     {
         // A short drain: the forgotten attempts never end, and their waiters would retry all through a long one.
-        var options = Options(protocol, 3, Steady) with { Mutants = Mutants.TpcCoordinatorForgetsAbort, Drain = TimeSpan.FromMilliseconds(20) };
+        var options = Options(protocol, 3, Steady) with { Mutants = TwoPhaseCommitMutants.CoordinatorForgetsAbort, Drain = TimeSpan.FromMilliseconds(20) };
         var (r, _, locked) = Run(options, new Bank(200, 8));
         output.WriteLine(r.Unfinished.FirstOrDefault() ?? "(none)");
         Assert.NotEmpty(r.Unfinished);

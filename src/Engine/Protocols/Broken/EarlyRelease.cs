@@ -13,7 +13,11 @@ namespace Contend.Engine.Protocols.Broken;
 /// </summary>
 public sealed class EarlyRelease(ProtocolSetup setup) : LockingProtocol(setup)
 {
-    public override string Name => ProtocolRegistry.BrokenControl;
+    internal static readonly ProtocolDescriptor Descriptor = new("BrokenEarlyRelease",
+        "NOT serializable: 2PL that releases each lock right after its op (the checker's control)",
+        ProtocolKind.PerTransaction, null, s => new EarlyRelease(s), serializable: false);
+
+    public override string Name => Descriptor.Name;
 
     protected override bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason)
     {

@@ -25,7 +25,10 @@ public sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
     const long LockBit = 1L << 63;
     const byte InWriteSet = 1, LockedByMe = 2;
 
-    public override string Name => "Silo";
+    internal static readonly ProtocolDescriptor Descriptor = new("Silo", "optimistic: read versions, lock writes in order, validate, install",
+        ProtocolKind.PerTransaction, null, s => new SiloOcc(s));
+
+    public override string Name => Descriptor.Name;
 
     protected override bool Access(TxnContext ctx, Table table, int row, bool write, out Span<byte> data, out int access, out AbortReason reason)
     {

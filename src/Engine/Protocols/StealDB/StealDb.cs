@@ -98,15 +98,18 @@ public sealed class StealDb : ITransactionProtocol
         _imageBytes = (Math.Max(1, _db.Tables.Count == 0 ? 1 : _db.Tables.Max(t => t.PayloadSize)) + 63) & ~63;
         _slots = new Slot[setup.Workers];
         for (int w = 0; w < setup.Workers; w++) _slots[w] = new Slot(w, _imageBytes);
-        _lock = new McsLock(setup.Workers * TxnContext.MaxOps, new MutantFlag(setup.Mutants, Mutants.McsReleaseClearTail));
+        _lock = new McsLock(setup.Workers * TxnContext.MaxOps, new MutantFlag(setup.Mutants, StealDbMutants.McsReleaseClearTail));
         if (options.Policy == StealPolicy.Basic) _holders = _db.Tables.Select(t => new int[t.Capacity]).ToArray();
-        _readThenClear = new(setup.Mutants, Mutants.StealReadThenClear);
-        _claimTestThenSet = new(setup.Mutants, Mutants.StealClaimTestThenSet);
-        _earlyRelease = new(setup.Mutants, Mutants.StealEarlyRelease);
-        _runWithoutLock = new(setup.Mutants, Mutants.StealRunWithoutLock);
-        _timeoutLeavesQueue = new(setup.Mutants, Mutants.StealTimeoutLeavesQueue);
-        _failureEscapes = new(setup.Mutants, Mutants.StealFailureEscapes);
+        _readThenClear = new(setup.Mutants, StealDbMutants.ReadThenClear);
+        _claimTestThenSet = new(setup.Mutants, StealDbMutants.ClaimTestThenSet);
+        _earlyRelease = new(setup.Mutants, StealDbMutants.EarlyRelease);
+        _runWithoutLock = new(setup.Mutants, StealDbMutants.RunWithoutLock);
+        _timeoutLeavesQueue = new(setup.Mutants, StealDbMutants.TimeoutLeavesQueue);
+        _failureEscapes = new(setup.Mutants, StealDbMutants.FailureEscapes);
     }
+
+    /// <summary>The name of <see cref="StolenShare"/> among the shares the protocol reports (<see cref="ProtocolReport.Shares"/>).</summary>
+    public const string StolenShareName = "stolen_share";
 
     /// <summary>Ops run by a worker other than their transaction's owner, summed over workers;
     /// read once the workers have stopped.</summary>

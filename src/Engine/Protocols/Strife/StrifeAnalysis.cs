@@ -39,10 +39,10 @@ namespace Contend.Engine.Protocols.Strife;
 /// queue): with few workers, a large cluster started last would hold up the barrier.</item>
 /// </list>
 /// </remarks>
-internal sealed class StrifeAnalysis(Database db, StrifeOptions options, Mutants mutants)
+internal sealed class StrifeAnalysis(Database db, StrifeOptions options, Enum? mutants)
 {
-    readonly MutantFlag _allocateAcross = new(mutants, Mutants.StrifeAllocateAcross);
-    readonly MutantFlag _ignoreReads = new(mutants, Mutants.StrifeIgnoreReads);
+    readonly MutantFlag _allocateAcross = new(mutants, StrifeMutants.AllocateAcross);
+    readonly MutantFlag _ignoreReads = new(mutants, StrifeMutants.IgnoreReads);
     public readonly int MaxClusters = options.SpotRounds;
 
     /// <summary>Draws the chunk's transactions on this worker and pre-processes them: resolves

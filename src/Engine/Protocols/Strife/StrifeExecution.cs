@@ -22,7 +22,7 @@ namespace Contend.Engine.Protocols.Strife;
 /// </remarks>
 internal sealed class Unlocked(ProtocolSetup setup) : LockingProtocol(setup)
 {
-    readonly MutantFlag _noReserve = new(setup.Mutants, Mutants.StrifeImagelessNoReserve);
+    readonly MutantFlag _noReserve = new(setup.Mutants, StrifeMutants.ImagelessNoReserve);
 
     public override string Name => "Strife/cluster";
 
@@ -90,7 +90,7 @@ internal sealed class Unlocked(ProtocolSetup setup) : LockingProtocol(setup)
 /// </summary>
 internal sealed class NoWaitThenWaitDie(ProtocolSetup setup, int maxNoWait) : LockingProtocol(setup)
 {
-    readonly MutantFlag _abortKeepsLocks = new(setup.Mutants, Mutants.StrifeAbortKeepsLocks);
+    readonly MutantFlag _abortKeepsLocks = new(setup.Mutants, StrifeMutants.AbortKeepsLocks);
 
     public override string Name => "Strife/residual";
 

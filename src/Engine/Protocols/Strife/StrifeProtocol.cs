@@ -13,8 +13,10 @@ namespace Contend.Engine.Protocols.Strife;
 /// and in its conflict-free phase once a worker has no cluster left to take</param>
 /// <param name="Seed">seeds spot's picks (per batch) and allocate's random cluster</param>
 public sealed record StrifeOptions(int BatchSize = 1000, double Alpha = 0.2, int SpotRounds = 0, int NoWaitRetries = 3,
-                                   bool Overlap = true, ulong Seed = 1)
+                                   bool Overlap = true, ulong Seed = 1) : ProtocolOptions
 {
+    public override void Validate(int workers) => Resolve(workers);
+
     public const int MaxSpotRounds = 256;
 
     /// <summary>Throws, naming the knob, when one is out of range.</summary>
@@ -67,12 +69,27 @@ public sealed class StrifeProtocol : IBatchProtocol
             new StrifeBatch(_options.BatchSize, _options.SpotRounds, 0, BatchPhase.Done), // batch 0: the empty one before the first
             new StrifeBatch(_options.BatchSize, _options.SpotRounds, 1, BatchPhase.Idle),
         ];
-        _noBarrier = new(setup.Mutants, Mutants.StrifeNoBarrier);
-        _overlapEarly = new(setup.Mutants, Mutants.StrifeOverlapEarly);
-        _retryAfterCommit = new(setup.Mutants, Mutants.StrifeRetryAfterCommit);
+        _noBarrier = new(setup.Mutants, StrifeMutants.NoBarrier);
+        _overlapEarly = new(setup.Mutants, StrifeMutants.OverlapEarly);
+        _retryAfterCommit = new(setup.Mutants, StrifeMutants.RetryAfterCommit);
     }
 
-    public string Name => "Strife";
+    /// <summary>The name of <see cref="StrifeCounts.ResidualShare"/> among the shares the protocol reports (<see cref="ProtocolReport.Shares"/>).</summary>
+    public const string ResidualShareName = "residual_share";
+
+    internal static readonly ProtocolDescriptor Descriptor = new("Strife",
+        "batches split into conflict-free clusters run with no locks, then the residual under NO_WAIT, then WaitDie",
+        ProtocolKind.Batch, typeof(StrifeOptions), s => new StrifeProtocol(s, (StrifeOptions?)s.Options ?? new StrifeOptions()),
+        counters:
+        [
+            new("contend.strife.batches", "{batch}", "batches Strife's analysis has split", p => ((StrifeProtocol)p).Counts.Batches),
+            new("contend.strife.transactions.residual", "{transaction}", "transactions Strife's analysis left to the residual phase",
+                p => ((StrifeProtocol)p).Counts.Residuals),
+        ],
+        report: (p, workerSeconds) => ((StrifeProtocol)p).Report(workerSeconds),
+        mutants: typeof(StrifeMutants));
+
+    public string Name => Descriptor.Name;
     public StrifeOptions Options => _options;
     /// <summary>Test hook (null in production).</summary>
     internal IStrifeObserver? Observer { get; init; }
@@ -80,6 +97,18 @@ public sealed class StrifeProtocol : IBatchProtocol
     /// <summary>Batches analysed so far, and what their analyses made of them.</summary>
     public StrifeCounts Counts => new(Volatile.Read(ref _batches), Volatile.Read(ref _transactions), Volatile.Read(ref _residuals),
                                       Volatile.Read(ref _clusters), Stopwatch.GetElapsedTime(0, Volatile.Read(ref _analysisTicks)).TotalSeconds);
+
+    /// <summary>What the analyses made of the batches so far, and what they cost of
+    /// <paramref name="workerSeconds"/>, the worker time the runs took (warm-ups included:
+    /// the counts are the instance's).</summary>
+    ProtocolReport Report(double workerSeconds)
+    {
+        var c = Counts;
+        return new ProtocolReport(new Dictionary<string, double> { [ResidualShareName] = c.ResidualShare },
+            string.Create(System.Globalization.CultureInfo.InvariantCulture,
+                $"Strife: {c.Batches:N0} batches of up to {_options.BatchSize:N0}, {c.Clusters / (double)Math.Max(1, c.Batches):F1} clusters per batch after merge, " +
+                $"{c.ResidualShare:P1} residual; analysis {c.AnalysisSeconds:F2} of {workerSeconds:F1} worker-seconds (warm-up included)"));
+    }
 
     StrifeBatch Buffer(uint number) => _buffers[number & 1];
 

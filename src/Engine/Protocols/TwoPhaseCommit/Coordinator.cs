@@ -37,7 +37,7 @@ internal sealed class Coordinator
     string? _failure;
     long _startedAt;
 
-    public Coordinator(int node, int slot, TwoPhaseCommitCluster cluster, ITransactionSource source, ulong seed, Mutants mutants)
+    public Coordinator(int node, int slot, TwoPhaseCommitCluster cluster, ITransactionSource source, ulong seed, TwoPhaseCommitMutants mutants)
     {
         _node = node;
         _slot = slot;
@@ -46,7 +46,7 @@ internal sealed class Coordinator
         _ctx = new TxnContext(0, null);
         _random = new Random((int)(seed ^ (seed >> 32)));
         _timer = cluster.Time.CreateTimer(static s => ((Coordinator)s!).OnTimer(), this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
-        _forgetsAbort = new MutantFlag(mutants, Mutants.TpcCoordinatorForgetsAbort);
+        _forgetsAbort = new MutantFlag(mutants, TwoPhaseCommitMutants.CoordinatorForgetsAbort);
         _touched = new bool[cluster.Topology.Partitions];
         _answered = new bool[cluster.Topology.Partitions];
     }

@@ -39,7 +39,7 @@ internal sealed class Participant
     readonly Dictionary<long, bool> _outcomes = new();
 
     public Participant(int node, int partition, OpByOpProtocol protocol, HistoryRecorder history, Func<string, TxnProgram> programs,
-                       ITransport transport, TimeProvider time, TimeSpan lockRetry, Mutants mutants)
+                       ITransport transport, TimeProvider time, TimeSpan lockRetry, TwoPhaseCommitMutants mutants)
     {
         Debug.Assert(protocol.RunsAcrossPartitions, $"partition {partition}: protocol {protocol.Name} does not run across partitions");
         _node = node;
@@ -50,7 +50,7 @@ internal sealed class Participant
         _transport = transport;
         _time = time;
         _lockRetry = lockRetry;
-        _commitBeforeAllVotes = new MutantFlag(mutants, Mutants.TpcParticipantCommitsOnYes);
+        _commitBeforeAllVotes = new MutantFlag(mutants, TwoPhaseCommitMutants.ParticipantCommitsOnYes);
     }
 
     public HistoryRecorder History { get; }

@@ -49,7 +49,7 @@ public sealed record TwoPhaseCommitOptions(string Protocol, ClusterTopology Topo
     /// and replays with its choices.</summary>
     public Func<int, int>? Explorer { get; init; }
 
-    internal Mutants Mutants { get; init; }
+    internal TwoPhaseCommitMutants Mutants { get; init; }
 
     internal TwoPhaseCommitOptions Validated()
     {
@@ -134,7 +134,7 @@ internal sealed class TwoPhaseCommitCluster : IDisposable
             workload.Load(db, p, Map);
             CheckSameSchema(workload, p);
             programs ??= workload.Programs.ToDictionary(x => x.Name);
-            var protocol = (OpByOpProtocol)ProtocolRegistry.Create(options.Protocol, new ProtocolSetup(db, 1, options.Mutants));
+            var protocol = (OpByOpProtocol)ProtocolRegistry.Create(options.Protocol, ProtocolSetup.For(db, 1));
             var catalogue = programs;
             _participants[p] = new Participant(Topology.PrimaryOf(p), p, protocol, new HistoryRecorder(1),
                 name => catalogue.TryGetValue(name, out var program) ? program : throw new InvalidOperationException($"partition {p}: no program named {name}"),

@@ -198,9 +198,9 @@ public abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(setu
 /// <summary>2PL that aborts at the first lock it cannot take.</summary>
 public sealed class NoWait(ProtocolSetup setup) : LockingProtocol(setup)
 {
-    readonly MutantFlag _ignoreLock = new(setup.Mutants, Mutants.NoWaitIgnoreLock);
+    readonly MutantFlag _ignoreLock = new(setup.Mutants, TwoPhaseLockingMutants.NoWaitIgnoreLock);
 
-    public override string Name => "NoWait";
+    public override string Name => TwoPhaseLockingProtocols.NoWait.Name;
 
     private protected override OnConflict? ParticipantPolicy => OnConflict.Abort;
 
@@ -221,9 +221,9 @@ public sealed class NoWait(ProtocolSetup setup) : LockingProtocol(setup)
 /// Waits only go from older to younger, so no cycle of waits can form.</summary>
 public sealed class WaitDie(ProtocolSetup setup) : LockingProtocol(setup)
 {
-    readonly MutantFlag _youngerWaits = new(setup.Mutants, Mutants.WaitDieYoungerWaits);
+    readonly MutantFlag _youngerWaits = new(setup.Mutants, TwoPhaseLockingMutants.WaitDieYoungerWaits);
 
-    public override string Name => "WaitDie";
+    public override string Name => TwoPhaseLockingProtocols.WaitDie.Name;
 
     private protected override OnConflict? ParticipantPolicy => _youngerWaits ? OnConflict.Wait : OnConflict.DieIfYounger;
 

@@ -101,9 +101,9 @@ public sealed class Mcs(ProtocolSetup setup) : LockingProtocol(setup)
     public const int WaitThreshold = 1 << 8;
     const byte Abandoned = 3;
 
-    readonly McsLock _lock = new(setup.Workers * TxnContext.MaxOps, new MutantFlag(setup.Mutants, Mutants.McsReleaseClearTail));
+    readonly McsLock _lock = new(setup.Workers * TxnContext.MaxOps, new MutantFlag(setup.Mutants, TwoPhaseLockingMutants.McsReleaseClearTail));
 
-    public override string Name => "Mcs";
+    public override string Name => TwoPhaseLockingProtocols.Mcs.Name;
 
     static int Node(TxnContext ctx, int access) => ctx.Worker * TxnContext.MaxOps + access;
 

@@ -12,7 +12,7 @@ namespace Contend.Engine.Protocols.TwoPhaseLocking;
 /// </summary>
 public sealed class Ordered(ProtocolSetup setup) : LockingProtocol(setup)
 {
-    public override string Name => "Ordered";
+    public override string Name => TwoPhaseLockingProtocols.Ordered.Name;
 
     public override Outcome Run(TxnContext ctx, out AbortReason reason)
     {

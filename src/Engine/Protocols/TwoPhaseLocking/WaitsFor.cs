@@ -26,7 +26,7 @@ public sealed class WaitsFor : LockingProtocol
         _published = new long[setup.Workers * Stride];
     }
 
-    public override string Name => "WaitsFor";
+    public override string Name => TwoPhaseLockingProtocols.WaitsFor.Name;
 
     protected override bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason)
     {

@@ -1,0 +1,16 @@
+namespace Contend.Engine.Protocols.TwoPhaseLocking;
+
+/// <summary>Deliberately broken steps of the 2PL protocols, for the tests that must catch them
+/// (internal, test builds only: <see cref="MutantFlag"/>).</summary>
+[Flags]
+internal enum TwoPhaseLockingMutants
+{
+    None = 0,
+    /// <summary>MCSLock.tla MutantReleaseClearTail: UNLOCK clears the tail without a CAS
+    /// (the paper's one-line UNLOCK), losing the wake-up of a waiter not yet linked (Mcs).</summary>
+    McsReleaseClearTail = 1,
+    /// <summary>NoWait that takes the lock without checking it is held (no mutual exclusion).</summary>
+    NoWaitIgnoreLock = 2,
+    /// <summary>WaitDie in which a younger requester waits instead of dying (deadlock).</summary>
+    WaitDieYoungerWaits = 4,
+}

@@ -1,0 +1,22 @@
+namespace Contend.Engine.Protocols.TwoPhaseLocking;
+
+/// <summary>The descriptors of the 2PL protocols (<see cref="ProtocolRegistry"/>).</summary>
+internal static class TwoPhaseLockingProtocols
+{
+    static readonly Type Mutants = typeof(TwoPhaseLockingMutants);
+
+    public static readonly ProtocolDescriptor NoWait = new("NoWait", "2PL, abort when a lock is held",
+        ProtocolKind.PerTransaction, null, s => new NoWait(s), mutants: Mutants);
+
+    public static readonly ProtocolDescriptor WaitDie = new("WaitDie", "2PL, an older requester waits, a younger one aborts",
+        ProtocolKind.PerTransaction, null, s => new WaitDie(s), mutants: Mutants);
+
+    public static readonly ProtocolDescriptor WaitsFor = new("WaitsFor", "2PL, wait; abort on a cycle of the waits-for graph",
+        ProtocolKind.PerTransaction, null, s => new WaitsFor(s), mutants: Mutants);
+
+    public static readonly ProtocolDescriptor Ordered = new("Ordered", "2PL, every lock taken up front in key order, then wait",
+        ProtocolKind.PerTransaction, null, s => new Ordered(s), mutants: Mutants);
+
+    public static readonly ProtocolDescriptor Mcs = new("Mcs", "2PL on exclusive MCS queue locks, abort after a wait threshold",
+        ProtocolKind.PerTransaction, null, s => new Mcs(s), mutants: Mutants);
+}

@@ -1,0 +1,106 @@
+using System.Diagnostics.Metrics;
+using Contend.Engine.Diagnostics;
+using Contend.Engine.Protocols;
+using Contend.Engine.Protocols.StealDB;
+using Contend.Engine.Protocols.Strife;
+using Contend.Engine.Protocols.TwoPhaseLocking;
+using Contend.Engine.Runtime;
+using Contend.Engine.Storage;
+using Contend.Harness;
+using Contend.Harness.Workloads;
+
+namespace Contend.Tests;
+
+/// <summary>
+/// A protocol is its descriptor: what it builds is of the kind and name it declares, its options
+/// and mutants are its own (another's are refused, naming both), its counters are the meter's
+/// instruments, and what it reports of a run reaches the runner's row by the names it gives.
+/// </summary>
+public class ProtocolRegistryTests
+{
+    [Fact]
+    public void EveryDescriptorBuildsAProtocolOfItsKindAndName()
+    {
+        using var db = new Database();
+        new Ycsb(1_000, 4, 0.5, 0.5).Load(db);
+        foreach (var descriptor in ProtocolRegistry.Descriptors)
+        {
+            var protocol = descriptor.Create(ProtocolSetup.For(db, 2));
+            Assert.Equal(descriptor.Name, protocol.Name);
+            Assert.Same(descriptor, ProtocolRegistry.Of(protocol));
+            Assert.IsAssignableFrom(descriptor.Kind == ProtocolKind.Batch ? typeof(IBatchProtocol) : typeof(ITransactionProtocol), protocol);
+            Assert.Equal(descriptor.Serializable, ProtocolRegistry.Names.Contains(descriptor.Name));
+        }
+    }
+
+    [Fact]
+    public void AnotherProtocolsOptionsAreRefusedNamingBoth()
+    {
+        using var db = new Database();
+        var refused = Assert.Throws<ArgumentException>(() => ProtocolRegistry.Create("NoWait", new ProtocolSetup(db, 2, new StrifeOptions())));
+        Assert.Contains("protocol NoWait takes no options; the setup has StrifeOptions", refused.Message);
+    }
+
+    [Fact]
+    public void OptionsOutOfRangeAreRefusedNamingTheKnob()
+    {
+        using var db = new Database();
+        var refused = Assert.Throws<ArgumentOutOfRangeException>(() => ProtocolRegistry.Create("Strife", new ProtocolSetup(db, 2, new StrifeOptions(Alpha: 2))));
+        Assert.Contains("Strife alpha 2: must be in (0, 1]", refused.Message);
+    }
+
+    [Fact]
+    public void AnotherProtocolsMutantIsRefused()
+    {
+        using var db = new Database();
+        var setup = ProtocolSetup.For(db, 2) with { Mutants = StealDbMutants.EarlyRelease };
+        var refused = Assert.Throws<ArgumentException>(() => ProtocolRegistry.Create("NoWait", setup));
+        Assert.Contains("mutant EarlyRelease (StealDbMutants) is not one protocol NoWait honours", refused.Message);
+        // The core's mutants go with every op-by-op protocol; a protocol's own with its own.
+        Assert.NotNull(ProtocolRegistry.Create("Silo", setup with { Mutants = OpByOpMutants.PrepareOutsideUndo }));
+        Assert.NotNull(ProtocolRegistry.Create("WaitDie", setup with { Mutants = TwoPhaseLockingMutants.WaitDieYoungerWaits }));
+    }
+
+    [Fact]
+    public void UnknownNameIsRefusedNamingTheKnownOnes()
+    {
+        var refused = Assert.Throws<ArgumentException>(() => ProtocolRegistry.Find("Nope"));
+        Assert.Contains("unknown protocol 'Nope' (known: NoWait,", refused.Message);
+        Assert.False(ProtocolRegistry.TryFind("nowait", out _)); // names are case-sensitive
+    }
+
+    [Fact]
+    public void EveryDeclaredCounterIsAnInstrumentOfTheMeter()
+    {
+        var published = new HashSet<string>();
+        using var listener = new MeterListener
+        {
+            InstrumentPublished = (instrument, _) =>
+            {
+                if (instrument.Meter.Name == EngineMetrics.MeterName)
+                    lock (published) published.Add(instrument.Name);
+            },
+        };
+        listener.Start();
+        System.Runtime.CompilerServices.RuntimeHelpers.RunClassConstructor(typeof(EngineMetrics).TypeHandle); // the meter's instruments exist from its first use
+        var declared = ProtocolRegistry.Descriptors.SelectMany(d => d.Counters).Select(c => c.Instrument).ToHashSet();
+        Assert.NotEmpty(declared);
+        Assert.Subset(published, declared);
+    }
+
+    [Fact]
+    public void WhatAProtocolReportsReachesTheRunnersRowByItsNames()
+    {
+        var options = new RunOptions(Threads: 2, Seconds: 0, Pin: false, TransactionsPerWorker: 2_000);
+        var steal = Runner.RunOne("StealDB", () => new StealDbMicro(2, 1_000, 2, 2), options);
+        Assert.InRange(steal.Shares[StealDb.StolenShareName], 0, 1);
+        Assert.Null(steal.Detail);
+
+        var strife = Runner.RunOne("Strife", () => new Ycsb(1_000, 4, 0.5, 0.9), options, protocolOptions: new StrifeOptions(BatchSize: 100));
+        Assert.InRange(strife.Shares[StrifeProtocol.ResidualShareName], 0, 1);
+        Assert.Contains("batches of up to 100", strife.Detail);
+        Assert.DoesNotContain(StealDb.StolenShareName, strife.Shares.Keys);
+
+        Assert.Empty(Runner.RunOne("NoWait", () => new Ycsb(1_000, 4, 0.5, 0.5), options).Shares);
+    }
+}
