@@ -131,20 +131,25 @@ public sealed class TransactionEngine : IDisposable
             {
                 args.CopyTo(_ctx.Args);
                 _ctx.Start(program, Interlocked.Increment(ref _engine._timestamps));
-                long start = Stopwatch.GetTimestamp();
-                for (int attempt = 1; ; attempt++)
-                {
-                    var outcome = _engine._protocol.Run(_ctx, out var reason);
-                    _stats.Count(outcome, reason, start);
-                    if (outcome != Outcome.Aborted)
-                        return TxnOutcome.Of(_ctx, outcome, reason, attempt);
-                    cancel.ThrowIfCancellationRequested();
-                    Spin.Backoff(attempt - 1, ref _rng);
-                }
+                var gate = new UntilCancelled(_stats, Stopwatch.GetTimestamp(), cancel);
+                var outcome = Attempts.RunToEnd(_engine._protocol, _ctx, ref _rng, ref gate, out var reason, out int attempts);
+                return TxnOutcome.Of(_ctx, outcome, reason, attempts);
             }
             finally
             {
                 Volatile.Write(ref _busy, 0);
+            }
+        }
+
+        /// <summary>A session's transaction: counted from its first attempt's start, retried until the caller cancels.</summary>
+        readonly struct UntilCancelled(WorkerStats stats, long start, CancellationToken cancel) : IAttemptGate
+        {
+            public void Count(Outcome outcome, AbortReason reason) => stats.Count(outcome, reason, start);
+
+            public bool Retry(TxnContext ctx)
+            {
+                cancel.ThrowIfCancellationRequested();
+                return true;
             }
         }
 

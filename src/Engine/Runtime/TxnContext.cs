@@ -45,22 +45,19 @@ public sealed class TxnContext
     /// the batch with the transaction): <see cref="BatchEngine"/>'s request. Null otherwise.</summary>
     public object? Tag;
 
-    // The access set: one entry per distinct row the attempt touched.
+    // The access set: one entry per distinct row the attempt touched. What a protocol keeps per
+    // access besides (a lock mode, where a copy is) is in its own state (ProtocolState).
     public int AccessCount;
     public readonly int[] AccTable = new int[MaxOps];
     public readonly int[] AccRow = new int[MaxOps];
-    /// <summary>Lock mode held (2PL), or 1 when the row is in the write set (Silo).</summary>
-    public readonly byte[] AccMode = new byte[MaxOps];
-    /// <summary>2PL: offset of the before-image in <see cref="Buffer"/>, <see cref="NotWritten"/>, or
-    /// <see cref="WrittenWithoutImage"/>. Silo: offset of the private copy.</summary>
-    public readonly int[] AccBuffer = new int[MaxOps];
-    public const int NotWritten = -1, WrittenWithoutImage = -2;
     /// <summary>Version observed when the row was first read (the history's reads-from; Silo's validation).</summary>
     public readonly long[] AccVersion = new long[MaxOps];
-    /// <summary>Protocol-specific per-access word (Ordered: 1 when the row is wanted exclusive).</summary>
-    public readonly int[] AccExtra = new int[MaxOps];
+    /// <summary>The attempt's bytes: before-images (2PL) or private copies (Silo), taken by <see cref="Reserve"/>.</summary>
     public readonly byte[] Buffer = new byte[64 * 1024];
     public int BufferUsed;
+    /// <summary>The per-worker state of the protocol that runs on this context, of that protocol's
+    /// own type (2PL's LockingState, Silo's SiloState), made by it on first use; null until then.</summary>
+    internal object? ProtocolState;
 
     // Inserts, applied at commit.
     public int InsertCount;
@@ -81,7 +78,7 @@ public sealed class TxnContext
     /// insert refused. Cleared by <see cref="BeginAttempt"/>.</summary>
     internal Protocols.DuplicateKey? Duplicate;
 
-    /// <summary>Working space for one commit step (Silo's sorted write set); nothing else may use it meanwhile.</summary>
+    /// <summary>Working space for one step (Silo's sorted write set, Ordered's lock order); nothing else may use it meanwhile.</summary>
     public readonly int[] Scratch = new int[MaxOps];
 
     public HistoryRecorder? Recorder { get; }
@@ -143,10 +140,7 @@ public sealed class TxnContext
         int i = AccessCount++;
         AccTable[i] = table;
         AccRow[i] = row;
-        AccMode[i] = 0;
-        AccBuffer[i] = NotWritten;
         AccVersion[i] = 0;
-        AccExtra[i] = 0;
         return i;
     }
 

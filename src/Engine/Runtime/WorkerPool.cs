@@ -61,7 +61,7 @@ public static class WorkerPool
                     if (protocol is IBatchProtocol batch)
                         batch.Work(new BatchWorker(ctx, source, stats[worker], rng, control));
                     else
-                        Work((ITransactionProtocol)protocol, source, ctx, stats[worker], options.TransactionsPerWorker, ref control.Phase, ref control.Timestamps, ref rng);
+                        Work((ITransactionProtocol)protocol, source, ctx, stats[worker], options.TransactionsPerWorker, control, ref rng);
                 }
                 catch (Exception e)
                 {
@@ -112,12 +112,12 @@ public static class WorkerPool
     }
 
     static void Work(ITransactionProtocol protocol, ITransactionSource source, TxnContext ctx, WorkerStats stats, long limit,
-                     ref int phase, ref long timestamps, ref ulong rng)
+                     RunControl control, ref ulong rng)
     {
         bool measuring = false;
         for (long done = 0; limit <= 0 || done < limit; done++)
         {
-            int now = Volatile.Read(ref phase);
+            int now = Volatile.Read(ref control.Phase);
             if (now == Stop) return;
             if (now == Measure && !measuring)
             {
@@ -125,16 +125,16 @@ public static class WorkerPool
                 measuring = true;
             }
             var program = source.Next(ctx);
-            ctx.Start(program, Interlocked.Increment(ref timestamps));
-            long start = Stopwatch.GetTimestamp();
-            for (int retries = 0; ; retries++)
-            {
-                var outcome = protocol.Run(ctx, out var reason);
-                stats.Count(outcome, reason, start);
-                if (outcome != Outcome.Aborted) break;
-                if (Volatile.Read(ref phase) == Stop) return;
-                Spin.Backoff(retries, ref rng);
-            }
+            ctx.Start(program, Interlocked.Increment(ref control.Timestamps));
+            var gate = new UntilStopped(control, stats, Stopwatch.GetTimestamp());
+            if (Attempts.RunToEnd(protocol, ctx, ref rng, ref gate, out _, out _) == Outcome.Aborted) return;
         }
+    }
+
+    /// <summary>A pool worker's transaction: counted from its first attempt's start, retried until the run stops.</summary>
+    readonly struct UntilStopped(RunControl control, WorkerStats stats, long start) : IAttemptGate
+    {
+        public void Count(Outcome outcome, AbortReason reason) => stats.Count(outcome, reason, start);
+        public bool Retry(TxnContext ctx) => Volatile.Read(ref control.Phase) != Stop;
     }
 }

@@ -99,7 +99,10 @@ public sealed unsafe class Table : IDisposable
         return _rows + (nint)row * Stride;
     }
 
-    /// <summary>The row's record word; its layout belongs to the protocol family (RecordWords.cs).</summary>
+    /// <summary>The row's record word. Its layout belongs to the protocol family that runs on the
+    /// table: 2PL's lock word (<see cref="Protocols.TwoPhaseLocking.LockWord"/>), the queue
+    /// locks' tail (<see cref="Protocols.TwoPhaseLocking.McsLock"/>), or Silo's lock bit and
+    /// version (<see cref="Protocols.Silo.SiloOcc"/>).</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     public ref long Word(int row) => ref Unsafe.AsRef<long>(Row(row) + WordOffset);
 

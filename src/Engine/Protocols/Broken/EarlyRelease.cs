@@ -19,16 +19,17 @@ public sealed class EarlyRelease(ProtocolSetup setup) : LockingProtocol(setup)
 
     public override string Name => Descriptor.Name;
 
-    protected override bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason)
+    private protected override bool Lock(TxnContext ctx, LockingState state, Table table, int access, bool exclusive, out AbortReason reason)
     {
-        var result = TryLockWord(ctx, table, access, exclusive, out _);
+        var result = TryLockWord(ctx, state, table, access, exclusive, out _);
         reason = result == LockResult.Acquired ? AbortReason.None : AbortReason.LockBusy;
         return result == LockResult.Acquired;
     }
 
     protected override void AfterOp(TxnContext ctx, Table table, int access)
     {
-        if (ctx.AccBuffer[access] >= 0) Volatile.Write(ref table.Version(ctx.AccRow[access]), ctx.TxnId);
-        Unlock(ctx, table, access);
+        var state = State(ctx);
+        if (state.Image[access] >= 0) Volatile.Write(ref table.Version(ctx.AccRow[access]), ctx.TxnId);
+        Unlock(ctx, state, table, access);
     }
 }

@@ -23,29 +23,54 @@ namespace Contend.Engine.Protocols.Silo;
 public sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
 {
     const long LockBit = 1L << 63;
-    const byte InWriteSet = 1, LockedByMe = 2;
+    const byte InWriteSet = SiloState.InWriteSet, LockedByMe = SiloState.LockedByMe;
 
     internal static readonly ProtocolDescriptor Descriptor = new("Silo", "optimistic: read versions, lock writes in order, validate, install",
         ProtocolKind.PerTransaction, null, s => new SiloOcc(s));
 
     public override string Name => Descriptor.Name;
 
+    /// <summary>The worker's Silo state on <paramref name="ctx"/>, made on its first use.</summary>
+    static SiloState State(TxnContext ctx)
+    {
+        if (ctx.ProtocolState is SiloState state) return state;
+        System.Diagnostics.Debug.Assert(ctx.ProtocolState is null, $"worker {ctx.Worker}: its context carries another protocol's state ({ctx.ProtocolState?.GetType().Name})");
+        ctx.ProtocolState = state = new SiloState();
+        return state;
+    }
+
     protected override bool Access(TxnContext ctx, Table table, int row, bool write, out Span<byte> data, out int access, out AbortReason reason)
     {
         reason = AbortReason.None;
-        access = ctx.FindAccess(table.Id, row);
-        if (access >= 0)
-        {
-            data = ctx.Buffer.AsSpan(ctx.AccBuffer[access], table.PayloadSize);
-            if (write) ctx.AccMode[access] = InWriteSet;
-            return true;
-        }
-        access = ctx.AddAccess(table.Id, row);
+        var state = State(ctx);
+        if (Revisit(ctx, state, table, row, write, out data, out access)) return true;
         data = ctx.Reserve(table.PayloadSize, out int offset);
-        ctx.AccBuffer[access] = offset;
-        ctx.AccVersion[access] = StableRead(table, row, data);
-        if (write) ctx.AccMode[access] = InWriteSet;
+        access = AddAccess(ctx, state, table, row, write, offset, StableRead(table, row, data));
         return true;
+    }
+
+    /// <summary>True, with its private copy, when the attempt has the row already (marking it
+    /// written when <paramref name="write"/>).</summary>
+    static bool Revisit(TxnContext ctx, SiloState state, Table table, int row, bool write, out Span<byte> data, out int access)
+    {
+        access = ctx.FindAccess(table.Id, row);
+        if (access < 0)
+        {
+            data = default;
+            return false;
+        }
+        data = ctx.Buffer.AsSpan(state.Copy[access], table.PayloadSize);
+        if (write) state.Mode[access] = InWriteSet;
+        return true;
+    }
+
+    static int AddAccess(TxnContext ctx, SiloState state, Table table, int row, bool write, int copy, long version)
+    {
+        int access = ctx.AddAccess(table.Id, row);
+        state.Copy[access] = copy;
+        state.Mode[access] = write ? InWriteSet : SiloState.ReadOnly;
+        ctx.AccVersion[access] = version;
+        return access;
     }
 
     /// <summary>Copies the row and returns the version it had, unlocked, both before and after the copy.</summary>
@@ -77,23 +102,15 @@ public sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
     private protected override OpStep TryAccess(TxnContext ctx, Table table, int row, bool write, out Span<byte> data, out int access, out AbortReason reason)
     {
         reason = AbortReason.None;
-        access = ctx.FindAccess(table.Id, row);
-        if (access >= 0)
-        {
-            data = ctx.Buffer.AsSpan(ctx.AccBuffer[access], table.PayloadSize);
-            if (write) ctx.AccMode[access] = InWriteSet;
-            return OpStep.Done;
-        }
+        var state = State(ctx);
+        if (Revisit(ctx, state, table, row, write, out data, out access)) return OpStep.Done;
         data = ctx.Reserve(table.PayloadSize, out int offset);
         if (!TryStableRead(table, row, data, out long version))
         {
             ctx.BufferUsed = offset;
             return OpStep.Wait;
         }
-        access = ctx.AddAccess(table.Id, row);
-        ctx.AccBuffer[access] = offset;
-        ctx.AccVersion[access] = version;
-        if (write) ctx.AccMode[access] = InWriteSet;
+        access = AddAccess(ctx, state, table, row, write, offset, version);
         return OpStep.Done;
     }
 
@@ -110,10 +127,11 @@ public sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
     Vote Prepare(TxnContext ctx, bool waitForLocks)
     {
         // Phase 1: lock the write set in (table, row) order.
+        var state = State(ctx);
         Span<int> writes = ctx.Scratch.AsSpan(0, ctx.AccessCount);
         int n = 0;
         for (int i = 0; i < ctx.AccessCount; i++)
-            if (ctx.AccMode[i] == InWriteSet) writes[n++] = i;
+            if (state.Mode[i] == InWriteSet) writes[n++] = i;
         writes = writes[..n];
         SortByRow(ctx, writes);
         foreach (int i in writes)
@@ -127,14 +145,14 @@ public sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
                 if (!waitForLocks && (seen & LockBit) != 0) return new Vote(AbortReason.LockBusy);
                 Spin.Once(ref wait);
             }
-            ctx.AccMode[i] = LockedByMe;
+            state.Mode[i] = LockedByMe;
         }
         // Phase 2: every row read (written ones too: their bodies read the copy) must still hold
         // the version read, and must not be locked by another committer.
         for (int i = 0; i < ctx.AccessCount; i++)
         {
             long now = Volatile.Read(ref Db[ctx.AccTable[i]].Word(ctx.AccRow[i]));
-            bool lockedByOther = (now & LockBit) != 0 && ctx.AccMode[i] != LockedByMe;
+            bool lockedByOther = (now & LockBit) != 0 && state.Mode[i] != LockedByMe;
             if ((now & ~LockBit) != ctx.AccVersion[i] || lockedByOther) return new Vote(AbortReason.Validation);
         }
         // An inserted row's word is its version, as every other row's, so that a reader records
@@ -147,13 +165,14 @@ public sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
     {
         var history = ctx.Recorder is null ? null : new List<Access>(ctx.AccessCount + ctx.InsertCount);
         InsertSet.Commit(Db, ctx, history);
-        if (history is not null) RecordAccesses(ctx, history, static (c, i) => c.AccMode[i] == LockedByMe);
+        var state = State(ctx);
+        if (history is not null) RecordAccesses(ctx, history, static (c, i) => State(c).Mode[i] == LockedByMe);
         for (int i = 0; i < ctx.AccessCount; i++)
         {
-            if (ctx.AccMode[i] != LockedByMe) continue;
+            if (state.Mode[i] != LockedByMe) continue;
             var table = Db[ctx.AccTable[i]];
             int row = ctx.AccRow[i];
-            ctx.Buffer.AsSpan(ctx.AccBuffer[i], table.PayloadSize).CopyTo(table.Payload(row));
+            ctx.Buffer.AsSpan(state.Copy[i], table.PayloadSize).CopyTo(table.Payload(row));
             Volatile.Write(ref table.Version(row), ctx.TxnId);
             Volatile.Write(ref table.Word(row), ctx.TxnId);
         }
@@ -165,12 +184,13 @@ public sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
     protected override void Abort(TxnContext ctx)
     {
         InsertSet.Abort(Db, ctx);
+        var state = State(ctx);
         for (int i = 0; i < ctx.AccessCount; i++)
         {
-            if (ctx.AccMode[i] != LockedByMe) continue;
+            if (state.Mode[i] != LockedByMe) continue;
             ref long word = ref Db[ctx.AccTable[i]].Word(ctx.AccRow[i]);
             Volatile.Write(ref word, Volatile.Read(ref word) & ~LockBit);
-            ctx.AccMode[i] = 0;
+            state.Mode[i] = SiloState.ReadOnly;
         }
     }
 }

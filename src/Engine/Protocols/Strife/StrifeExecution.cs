@@ -73,7 +73,7 @@ internal sealed class Unlocked(ProtocolSetup setup) : LockingProtocol(setup)
         return vote;
     }
 
-    protected override bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason)
+    private protected override bool Lock(TxnContext ctx, LockingState state, Table table, int access, bool exclusive, out AbortReason reason)
     {
         reason = AbortReason.None;
         return true; // the mode stays None, so the release of LockingProtocol touches nothing
@@ -94,8 +94,8 @@ internal sealed class NoWaitThenWaitDie(ProtocolSetup setup, int maxNoWait) : Lo
 
     public override string Name => "Strife/residual";
 
-    protected override bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason) =>
-        LockOrDie(ctx, table, access, exclusive, ctx.ConflictRetries < maxNoWait ? OnConflict.Abort : OnConflict.DieIfYounger, out reason);
+    private protected override bool Lock(TxnContext ctx, LockingState state, Table table, int access, bool exclusive, out AbortReason reason) =>
+        LockOrDie(ctx, state, table, access, exclusive, ctx.ConflictRetries < maxNoWait ? OnConflict.Abort : OnConflict.DieIfYounger, out reason);
 
     protected override void Abort(TxnContext ctx)
     {

@@ -335,29 +335,30 @@ public sealed class StrifeProtocol : IBatchProtocol
         int slot = b.ResidualOrder[r];
         var ctx = worker.Ctx;
         Load(b, n, slot, ctx, clustered: false);
-        bool ranAgain = false;
-        for (int retries = 0; ; retries++)
+        var gate = new ResidualGate(Observer, worker, n, slot, b.StartTicks[slot]);
+        for (bool runAgain = _retryAfterCommit; ; runAgain = false)
         {
-            ctx.ConflictRetries = retries;
-            var outcome = _residual.Run(ctx, out var reason);
-            worker.Count(outcome, reason, b.StartTicks[slot]);
-            if (outcome != Outcome.Aborted)
-            {
-                Observer?.Ended(n, slot, outcome);
-                if (worker.OnEnded is not null) Answer(b, slot, worker, outcome, reason, retries + 1);
-                if (_retryAfterCommit && outcome == Outcome.Committed && !ranAgain)
-                {
-                    ranAgain = true; // the twin: a worker runs the committed transaction once more
-                    continue;
-                }
-                break;
-            }
-            Observer?.AttemptAborted(n, slot, ctx);
-            Spin.Backoff(retries, ref worker.Rng);
+            var outcome = Attempts.RunToEnd(_residual, ctx, ref worker.Rng, ref gate, out var reason, out int attempts);
+            Observer?.Ended(n, slot, outcome);
+            if (worker.OnEnded is not null) Answer(b, slot, worker, outcome, reason, attempts);
+            if (!(runAgain && outcome == Outcome.Committed)) break; // the twin: a worker runs the committed transaction once more
         }
         // Under the NoBarrier twin the residuals may all end before the barrier: then Barrier finishes the batch.
         if (Interlocked.Increment(ref b.ResidualsDone) == b.Residuals && b.PhaseOf(n) == BatchPhase.Residuals) FinishBatch(b, n);
         return true;
+    }
+
+    /// <summary>A residual: counted from its batch's start, every conflict abort retried (the run
+    /// measures until the last batch is done), and shown to the observer.</summary>
+    readonly struct ResidualGate(IStrifeObserver? observer, BatchWorker worker, uint batch, int slot, long start) : IAttemptGate
+    {
+        public void Count(Outcome outcome, AbortReason reason) => worker.Count(outcome, reason, start);
+
+        public bool Retry(TxnContext ctx)
+        {
+            observer?.AttemptAborted(batch, slot, ctx);
+            return true;
+        }
     }
 
     /// <summary>StrifeExec.tla FinishBatch, once: the worker whose CAS wins reports it first.</summary>

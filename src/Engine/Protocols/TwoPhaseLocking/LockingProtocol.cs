@@ -1,3 +1,4 @@
+using System.Diagnostics;
 using Contend.Engine.History;
 using Contend.Engine.Runtime;
 using Contend.Engine.Storage;
@@ -14,54 +15,78 @@ public abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(setu
 {
     protected const byte None = 0, Shared = 1, Exclusive = 2;
 
+    /// <summary>The worker's 2PL state on <paramref name="ctx"/>, made on its first use.</summary>
+    private protected LockingState State(TxnContext ctx) => ctx.ProtocolState as LockingState ?? Attach(ctx);
+
+    LockingState Attach(TxnContext ctx)
+    {
+        Debug.Assert(ctx.ProtocolState is null, $"worker {ctx.Worker}: its context carries another protocol's state ({ctx.ProtocolState?.GetType().Name})");
+        var state = NewState();
+        ctx.ProtocolState = state;
+        return state;
+    }
+
+    /// <summary>A worker's state: a subclass that keeps more per access extends it.</summary>
+    private protected virtual LockingState NewState() => new();
+
+    /// <summary>Adds access for (table, row), holding nothing and not written yet.</summary>
+    private protected static int AddAccess(TxnContext ctx, LockingState state, int table, int row)
+    {
+        int access = ctx.AddAccess(table, row);
+        state.Mode[access] = None;
+        state.Image[access] = LockingState.NotWritten;
+        return access;
+    }
+
     /// <summary>Takes or upgrades the lock of access <paramref name="access"/> and sets its mode; on
     /// false the mode says what the attempt still holds or must clean up.</summary>
-    protected abstract bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason);
+    private protected abstract bool Lock(TxnContext ctx, LockingState state, Table table, int access, bool exclusive, out AbortReason reason);
 
     /// <summary>Whether the attempt saves a row's before-image when it first writes it: always,
     /// unless the protocol has ruled out every abort of the attempt.</summary>
     protected virtual bool KeepsImages(TxnContext ctx) => true;
 
     /// <summary>Releases whatever access <paramref name="access"/> holds.</summary>
-    protected virtual void Unlock(TxnContext ctx, Table table, int access)
+    private protected virtual void Unlock(TxnContext ctx, LockingState state, Table table, int access)
     {
         ref long word = ref table.Word(ctx.AccRow[access]);
-        if (ctx.AccMode[access] == Exclusive) LockWord.ReleaseExclusive(ref word);
-        else if (ctx.AccMode[access] == Shared) LockWord.ReleaseShared(ref word);
-        ctx.AccMode[access] = None;
+        if (state.Mode[access] == Exclusive) LockWord.ReleaseExclusive(ref word);
+        else if (state.Mode[access] == Shared) LockWord.ReleaseShared(ref word);
+        state.Mode[access] = None;
     }
 
     protected override bool Access(TxnContext ctx, Table table, int row, bool write, out Span<byte> data, out int access, out AbortReason reason)
     {
+        var state = State(ctx);
         access = ctx.FindAccess(table.Id, row);
         data = default;
         if (access < 0)
         {
-            access = ctx.AddAccess(table.Id, row);
-            if (!Lock(ctx, table, access, write, out reason)) return false;
+            access = AddAccess(ctx, state, table.Id, row);
+            if (!Lock(ctx, state, table, access, write, out reason)) return false;
             ctx.AccVersion[access] = Volatile.Read(ref table.Version(row));
         }
-        else if (write && ctx.AccMode[access] != Exclusive)
+        else if (write && state.Mode[access] != Exclusive)
         {
-            if (!Lock(ctx, table, access, true, out reason)) return false;
+            if (!Lock(ctx, state, table, access, true, out reason)) return false;
         }
         reason = AbortReason.None;
-        data = GrantRow(ctx, table, row, write, access);
+        data = GrantRow(ctx, state, table, row, write, access);
         return true;
     }
 
     /// <summary>The row, its before-image saved first when the op is the attempt's first write of it.</summary>
-    Span<byte> GrantRow(TxnContext ctx, Table table, int row, bool write, int access)
+    Span<byte> GrantRow(TxnContext ctx, LockingState state, Table table, int row, bool write, int access)
     {
         var data = table.Payload(row);
-        if (write && ctx.AccBuffer[access] == TxnContext.NotWritten)
+        if (write && state.Image[access] == LockingState.NotWritten)
         {
             if (KeepsImages(ctx))
             {
                 data.CopyTo(ctx.Reserve(data.Length, out int offset));
-                ctx.AccBuffer[access] = offset;
+                state.Image[access] = offset;
             }
-            else ctx.AccBuffer[access] = TxnContext.WrittenWithoutImage;
+            else state.Image[access] = LockingState.WrittenWithoutImage;
         }
         return data;
     }
@@ -75,13 +100,14 @@ public abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(setu
     private protected override OpStep TryAccess(TxnContext ctx, Table table, int row, bool write, out Span<byte> data, out int access, out AbortReason reason)
     {
         var policy = ParticipantPolicy ?? throw new NotSupportedException($"protocol {Name} does not run as a participant across partitions");
+        var state = State(ctx);
         data = default;
         access = ctx.FindAccess(table.Id, row);
         bool added = access < 0;
-        if (added) access = ctx.AddAccess(table.Id, row);
-        if (added || (write && ctx.AccMode[access] != Exclusive))
+        if (added) access = AddAccess(ctx, state, table.Id, row);
+        if (added || (write && state.Mode[access] != Exclusive))
         {
-            var result = TryLockWord(ctx, table, access, write, out long holder);
+            var result = TryLockWord(ctx, state, table, access, write, out long holder);
             if (result != LockResult.Acquired)
             {
                 reason = result != LockResult.Conflict || policy == OnConflict.Wait ? AbortReason.None
@@ -94,11 +120,11 @@ public abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(setu
             if (added) ctx.AccVersion[access] = Volatile.Read(ref table.Version(row));
         }
         reason = AbortReason.None;
-        data = GrantRow(ctx, table, row, write, access);
+        data = GrantRow(ctx, state, table, row, write, access);
         return OpStep.Done;
     }
 
-    static readonly Func<TxnContext, int, bool> Written = (ctx, i) => ctx.AccBuffer[i] != TxnContext.NotWritten;
+    static readonly Func<TxnContext, int, bool> Written = (ctx, i) => ((LockingState)ctx.ProtocolState!).Image[i] != LockingState.NotWritten;
 
     /// <summary>Every lock is held (strict 2PL's growing phase is over), so only the inserts can refuse.</summary>
     protected override Vote Prepare(TxnContext ctx) => InsertSet.Prepare(Db, ctx, versionInWord: false);
@@ -109,9 +135,10 @@ public abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(setu
     {
         var history = ctx.Recorder is null ? null : new List<Access>(ctx.AccessCount + ctx.InsertCount);
         InsertSet.Commit(Db, ctx, history);
+        var state = State(ctx);
         for (int i = 0; i < ctx.AccessCount; i++)
         {
-            if (ctx.AccBuffer[i] != TxnContext.NotWritten) Volatile.Write(ref Db[ctx.AccTable[i]].Version(ctx.AccRow[i]), ctx.TxnId);
+            if (state.Image[i] != LockingState.NotWritten) Volatile.Write(ref Db[ctx.AccTable[i]].Version(ctx.AccRow[i]), ctx.TxnId);
         }
         if (history is not null)
         {
@@ -130,17 +157,19 @@ public abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(setu
 
     protected void RestoreImages(TxnContext ctx)
     {
+        var state = State(ctx);
         for (int i = 0; i < ctx.AccessCount; i++)
         {
-            if (ctx.AccBuffer[i] < 0) continue; // not written, or written without an image: nothing to restore
+            if (state.Image[i] < 0) continue; // not written, or written without an image: nothing to restore
             var table = Db[ctx.AccTable[i]];
-            ctx.Buffer.AsSpan(ctx.AccBuffer[i], table.PayloadSize).CopyTo(table.Payload(ctx.AccRow[i]));
+            ctx.Buffer.AsSpan(state.Image[i], table.PayloadSize).CopyTo(table.Payload(ctx.AccRow[i]));
         }
     }
 
     protected virtual void ReleaseAll(TxnContext ctx)
     {
-        for (int i = 0; i < ctx.AccessCount; i++) Unlock(ctx, Db[ctx.AccTable[i]], i);
+        var state = State(ctx);
+        for (int i = 0; i < ctx.AccessCount; i++) Unlock(ctx, state, Db[ctx.AccTable[i]], i);
     }
 
     /// <summary>What a lock request does when the lock is held in a conflicting mode.</summary>
@@ -158,12 +187,12 @@ public abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(setu
     /// Takes or upgrades the lock, spinning over CASes lost to other shared holders (not a
     /// conflict); on a conflict, does what <paramref name="onConflict"/> says.
     /// </summary>
-    protected static bool LockOrDie(TxnContext ctx, Table table, int access, bool exclusive, OnConflict onConflict, out AbortReason reason)
+    private protected static bool LockOrDie(TxnContext ctx, LockingState state, Table table, int access, bool exclusive, OnConflict onConflict, out AbortReason reason)
     {
         var wait = new SpinWait();
         while (true)
         {
-            var result = TryLockWord(ctx, table, access, exclusive, out long holder);
+            var result = TryLockWord(ctx, state, table, access, exclusive, out long holder);
             if (result == LockResult.Acquired)
             {
                 reason = AbortReason.None;
@@ -184,13 +213,13 @@ public abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(setu
     }
 
     /// <summary>One attempt at the word for access <paramref name="access"/>: a fresh lock or an upgrade.</summary>
-    protected static LockResult TryLockWord(TxnContext ctx, Table table, int access, bool exclusive, out long holderTimestamp)
+    private protected static LockResult TryLockWord(TxnContext ctx, LockingState state, Table table, int access, bool exclusive, out long holderTimestamp)
     {
         ref long word = ref table.Word(ctx.AccRow[access]);
-        var result = ctx.AccMode[access] == Shared
+        var result = state.Mode[access] == Shared
             ? LockWord.TryUpgrade(ref word, ctx.Timestamp, out holderTimestamp)
             : LockWord.TryLock(ref word, exclusive, ctx.Timestamp, out holderTimestamp);
-        if (result == LockResult.Acquired) ctx.AccMode[access] = exclusive ? Exclusive : Shared;
+        if (result == LockResult.Acquired) state.Mode[access] = exclusive ? Exclusive : Shared;
         return result;
     }
 }
@@ -204,16 +233,16 @@ public sealed class NoWait(ProtocolSetup setup) : LockingProtocol(setup)
 
     private protected override OnConflict? ParticipantPolicy => OnConflict.Abort;
 
-    protected override bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason)
+    private protected override bool Lock(TxnContext ctx, LockingState state, Table table, int access, bool exclusive, out AbortReason reason)
     {
         if (_ignoreLock)
         {
             // Mutant: acts as if it held the lock, and releases nothing.
-            ctx.AccMode[access] = None;
+            state.Mode[access] = None;
             reason = AbortReason.None;
             return true;
         }
-        return LockOrDie(ctx, table, access, exclusive, OnConflict.Abort, out reason);
+        return LockOrDie(ctx, state, table, access, exclusive, OnConflict.Abort, out reason);
     }
 }
 
@@ -227,6 +256,6 @@ public sealed class WaitDie(ProtocolSetup setup) : LockingProtocol(setup)
 
     private protected override OnConflict? ParticipantPolicy => _youngerWaits ? OnConflict.Wait : OnConflict.DieIfYounger;
 
-    protected override bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason) =>
-        LockOrDie(ctx, table, access, exclusive, _youngerWaits ? OnConflict.Wait : OnConflict.DieIfYounger, out reason);
+    private protected override bool Lock(TxnContext ctx, LockingState state, Table table, int access, bool exclusive, out AbortReason reason) =>
+        LockOrDie(ctx, state, table, access, exclusive, _youngerWaits ? OnConflict.Wait : OnConflict.DieIfYounger, out reason);
 }

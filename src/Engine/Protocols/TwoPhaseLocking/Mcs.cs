@@ -107,10 +107,10 @@ public sealed class Mcs(ProtocolSetup setup) : LockingProtocol(setup)
 
     static int Node(TxnContext ctx, int access) => ctx.Worker * TxnContext.MaxOps + access;
 
-    protected override bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason)
+    private protected override bool Lock(TxnContext ctx, LockingState state, Table table, int access, bool exclusive, out AbortReason reason)
     {
         reason = AbortReason.None;
-        if (ctx.AccMode[access] == Exclusive) return true; // reads lock exclusive too: nothing to upgrade
+        if (state.Mode[access] == Exclusive) return true; // reads lock exclusive too: nothing to upgrade
         int node = Node(ctx, access);
         ref long tail = ref table.Word(ctx.AccRow[access]);
         if (!_lock.TryLock(ref tail, node))
@@ -120,25 +120,26 @@ public sealed class Mcs(ProtocolSetup setup) : LockingProtocol(setup)
             {
                 if (round == WaitThreshold)
                 {
-                    ctx.AccMode[access] = Abandoned;
+                    state.Mode[access] = Abandoned;
                     reason = AbortReason.WaitTimeout;
                     return false;
                 }
                 Spin.Once(ref wait);
             }
         }
-        ctx.AccMode[access] = Exclusive;
+        state.Mode[access] = Exclusive;
         return true;
     }
 
     protected override void ReleaseAll(TxnContext ctx)
     {
+        var state = State(ctx);
         int abandoned = -1;
         for (int i = 0; i < ctx.AccessCount; i++)
         {
-            if (ctx.AccMode[i] == Exclusive) _lock.Unlock(ref Db[ctx.AccTable[i]].Word(ctx.AccRow[i]), Node(ctx, i));
-            else if (ctx.AccMode[i] == Abandoned) abandoned = i;
-            ctx.AccMode[i] = None;
+            if (state.Mode[i] == Exclusive) _lock.Unlock(ref Db[ctx.AccTable[i]].Word(ctx.AccRow[i]), Node(ctx, i));
+            else if (state.Mode[i] == Abandoned) abandoned = i;
+            state.Mode[i] = None;
         }
         if (abandoned < 0) return; // an attempt waits on at most one lock at a time: its last
         var wait = new SpinWait();

@@ -14,12 +14,22 @@ public sealed class Ordered(ProtocolSetup setup) : LockingProtocol(setup)
 {
     public override string Name => TwoPhaseLockingProtocols.Ordered.Name;
 
+    /// <summary>2PL's state and, per access, whether a later op writes the row: the mode its
+    /// up-front lock is taken in.</summary>
+    sealed class OrderedState : LockingState
+    {
+        public readonly bool[] WantsExclusive = new bool[TxnContext.MaxOps];
+    }
+
+    private protected override LockingState NewState() => new OrderedState();
+
     public override Outcome Run(TxnContext ctx, out AbortReason reason)
     {
         var program = ctx.Program;
         if (program.HasKeyDependencies)
             throw new InvalidOperationException($"protocol Ordered: program {program.Name} computes keys from earlier ops' results, so its locks cannot be taken up front");
         ctx.BeginAttempt();
+        var state = (OrderedState)State(ctx);
         ReadOnlySpan<long> args = ctx.Args;
         foreach (var op in program.Ops)
         {
@@ -33,8 +43,12 @@ public sealed class Ordered(ProtocolSetup setup) : LockingProtocol(setup)
                 return Outcome.UserAborted;
             }
             int access = ctx.FindAccess(table.Id, row);
-            if (access < 0) access = ctx.AddAccess(table.Id, row);
-            if (op.Writes(args)) ctx.AccExtra[access] = 1; // wanted exclusive
+            if (access < 0)
+            {
+                access = AddAccess(ctx, state, table.Id, row);
+                state.WantsExclusive[access] = false;
+            }
+            if (op.Writes(args)) state.WantsExclusive[access] = true;
         }
         Span<int> order = ctx.Scratch.AsSpan(0, ctx.AccessCount);
         for (int i = 0; i < order.Length; i++) order[i] = i;
@@ -43,12 +57,12 @@ public sealed class Ordered(ProtocolSetup setup) : LockingProtocol(setup)
         {
             var table = Db[ctx.AccTable[i]];
             var wait = new SpinWait();
-            while (TryLockWord(ctx, table, i, ctx.AccExtra[i] == 1, out _) != LockResult.Acquired) Spin.Once(ref wait);
+            while (TryLockWord(ctx, state, table, i, state.WantsExclusive[i], out _) != LockResult.Acquired) Spin.Once(ref wait);
             ctx.AccVersion[i] = Volatile.Read(ref table.Version(ctx.AccRow[i]));
         }
         return RunOps(ctx, out reason);
     }
 
-    protected override bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason) =>
+    private protected override bool Lock(TxnContext ctx, LockingState state, Table table, int access, bool exclusive, out AbortReason reason) =>
         throw new InvalidOperationException($"protocol Ordered: program {ctx.Program.Name} reached a row it did not lock up front");
 }

@@ -28,14 +28,14 @@ public sealed class WaitsFor : LockingProtocol
 
     public override string Name => TwoPhaseLockingProtocols.WaitsFor.Name;
 
-    protected override bool Lock(TxnContext ctx, Table table, int access, bool exclusive, out AbortReason reason)
+    private protected override bool Lock(TxnContext ctx, LockingState state, Table table, int access, bool exclusive, out AbortReason reason)
     {
         long rowKey = HistoryRecorder.RowKey(table.Id, ctx.AccRow[access]);
         int me = ctx.Worker * Stride;
         var wait = new SpinWait();
         for (int round = 0; ; round++)
         {
-            var result = TryLockWord(ctx, table, access, exclusive, out _);
+            var result = TryLockWord(ctx, state, table, access, exclusive, out _);
             if (result == LockResult.Acquired)
             {
                 Volatile.Write(ref _published[me + 1], 0);
