@@ -10,8 +10,9 @@ using Contend.Harness.Workloads;
 namespace Contend.Harness;
 
 /// <summary>
-/// <c>contend cluster</c>: YCSB over a simulated cluster, two-phase commit over NoWait, WaitDie or
-/// Silo, with the network's delay as a knob. The run is the deterministic simulation
+/// <c>contend cluster</c>: YCSB (spread by a hash of the key) or TPC-C (split by warehouse) over a
+/// simulated cluster, two-phase commit over NoWait, WaitDie or Silo, with the network's delay as a
+/// knob, and for TPC-C the probability of a remote warehouse (Chiller's Section 7.4.2). The run is the deterministic simulation
 /// (<see cref="TwoPhaseCommitSimulation"/>): its throughput and latency are in virtual time,
 /// figures of the model (message delays, lock waits, retries; an op's own work costs nothing),
 /// not of this machine's speed, and the same command gives the same figures anywhere.
@@ -34,8 +35,14 @@ public static class ClusterCommand
         var requests = new Option<int>("--requests") { Description = "ycsb: requests per transaction", DefaultValueFactory = _ => 16 };
         var readFraction = new Option<double>("--read-fraction") { Description = "ycsb: fraction of requests that read", DefaultValueFactory = _ => 0.5 };
         var theta = new Option<double>("--theta") { Description = "ycsb: Zipf skew in [0, 1)", DefaultValueFactory = _ => 0.9 };
-        var command = new Command("cluster", "YCSB across partitions of a simulated cluster: two-phase commit over NoWait, WaitDie or Silo, in virtual time")
-        { protocol, nodes, partitions, delay, slots, seconds, seed, check, rows, requests, readFraction, theta };
+        var workloadName = new Option<string>("--workload") { Description = "ycsb or tpcc", DefaultValueFactory = _ => "ycsb" };
+        var warehouses = new Option<int>("--warehouses") { Description = "tpcc: warehouses, round robin over the partitions (0: one per partition)", DefaultValueFactory = _ => 0 };
+        var remote = new Option<double?>("--remote") { Description = "tpcc: probability that a Payment's customer, and one line of a NewOrder, is of another warehouse (default: TPC-C's 15% and 1% a line)" };
+        var noInserts = new Option<bool>("--no-inserts") { Description = "tpcc: leave out inserts and the 1% rollback" };
+        var command = new Command("cluster", "YCSB or TPC-C across partitions of a simulated cluster: two-phase commit over NoWait, WaitDie or Silo, in virtual time")
+        { protocol, nodes, partitions, delay, slots, seconds, seed, check, rows, requests, readFraction, theta, workloadName, warehouses, remote, noInserts };
+        (Option Option, string Workload)[] knobs =
+            [(rows, "ycsb"), (requests, "ycsb"), (readFraction, "ycsb"), (theta, "ycsb"), (warehouses, "tpcc"), (remote, "tpcc"), (noInserts, "tpcc")];
         command.SetAction(p =>
         {
             string name = p.GetValue(protocol)!;
@@ -46,10 +53,34 @@ public static class ClusterCommand
             if (!(us > 0) || us > 1_000_000) throw new UsageException($"--network-delay-us {us.ToString(CultureInfo.InvariantCulture)}: must be in (0, 1000000]");
             if (!(secs > 0) || secs > 60) throw new UsageException($"--seconds {secs.ToString(CultureInfo.InvariantCulture)}: must be in (0, 60] (virtual)");
             var topology = new ClusterTopology(n, parts);
-            var workload = new Ycsb(p.GetValue(rows), p.GetValue(requests), p.GetValue(readFraction), p.GetValue(theta));
+            string chosen = p.GetValue(workloadName)!;
+            if (chosen is not ("ycsb" or "tpcc")) throw new UsageException($"--workload {chosen}: the cluster runs ycsb or tpcc");
+            foreach (var (option, owner) in knobs)
+                if (owner != chosen && p.GetResult(option) is { Implicit: false })
+                    throw new UsageException($"{option.Name} is a {owner} knob; this run's workload is {chosen}");
+            IPartitionedWorkload workload;
+            IPartitionMap? map = null;
+            string placement;
+            if (chosen == "tpcc")
+            {
+                int w = p.GetValue(warehouses) is 0 ? parts : p.GetValue(warehouses);
+                if (w is < 1 or > 1000) throw new UsageException($"--warehouses {w}: must be in 1..1000");
+                if (p.GetValue(remote) is double q && !(q >= 0 && q <= 1)) throw new UsageException($"--remote {q.ToString(CultureInfo.InvariantCulture)}: must be in [0, 1]");
+                var tpcc = new Tpcc(w, !p.GetValue(noInserts), orderCapacity: 1_000_000, remote: p.GetValue(remote));
+                workload = tpcc;
+                map = new Tpcc.WarehouseMap(parts);
+                placement = $"{tpcc.Describe()}; split by warehouse over the partitions, items on every one";
+            }
+            else
+            {
+                var ycsb = new Ycsb(p.GetValue(rows), p.GetValue(requests), p.GetValue(readFraction), p.GetValue(theta));
+                workload = ycsb;
+                placement = ycsb.Describe().Replace("; a key", "; spread by a hash over the partitions; a key");
+            }
             var oneWay = TimeSpan.FromTicks((long)Math.Round(us * TimeSpan.TicksPerMicrosecond));
             var options = new TwoPhaseCommitOptions(name, topology, p.GetValue(seed), p.GetValue(slots))
             {
+                Map = map,
                 Faults = NetworkFaults.Delay(oneWay),
                 // A reply needs two messages; a lock wait can add a few round trips more.
                 ReplyTimeout = TimeSpan.FromTicks(Math.Max(oneWay.Ticks * 40, TimeSpan.TicksPerMillisecond)),
@@ -63,9 +94,9 @@ public static class ClusterCommand
             string reasons = string.Join(", ", Enum.GetValues<AbortReason>().Where(x => s.Aborts[(int)x] > 0).Select(x => $"{x} {s.Aborts[(int)x]:N0}"));
             Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
                 $"{name} over two-phase commit: {topology}, {us} us one way, {options.SlotsPerNode} slots a node, {secs} virtual s\n" +
-                $"  virtual throughput {r.VirtualThroughput:N0} txn/s, {s.Commits:N0} commits, abort rate {aborts / (double)Math.Max(1, s.Commits + aborts):P1} ({(reasons.Length == 0 ? "none" : reasons)})\n" +
+                $"  virtual throughput {r.VirtualThroughput:N0} txn/s, {s.Commits:N0} commits ({r.MultiPartitionShare:P1} across partitions), abort rate {aborts / (double)Math.Max(1, s.Commits + aborts):P1} ({(reasons.Length == 0 ? "none" : reasons)})\n" +
                 $"  virtual latency p50 {s.LatencyPercentileMicros(50):N0} us, p99 {s.LatencyPercentileMicros(99):N0} us; {r.MessagesSent:N0} messages, {r.Events:N0} events in {wall.Elapsed.TotalSeconds:F1} s of this machine"));
-            Console.WriteLine(workload.Describe().Replace("; a key", "; spread by a hash over the partitions; a key"));
+            Console.WriteLine(placement);
             if (!p.GetValue(check)) return r.Atomicity.Count + r.Unfinished.Count + r.Failures.Count == 0 ? 0 : 1;
             var report = SerializabilityChecker.Check(r.History);
             Console.WriteLine($"checked: {report.Transactions:N0} transactions, {report.Anomalies.Count} anomalies, {r.Atomicity.Count} atomicity violations, {r.Unfinished.Count} unfinished");

@@ -21,6 +21,7 @@ public sealed class WorkloadKnobs
     readonly Option<int> _warehouses = new("--warehouses") { Description = "tpcc: warehouses", DefaultValueFactory = _ => 1 };
     readonly Option<bool> _noInserts = new("--no-inserts") { Description = "tpcc: leave out inserts and the 1% rollback, as DBx1000 does" };
     readonly Option<bool> _newOrderOnly = new("--new-order-only") { Description = "tpcc: NewOrder alone, district op first (StealDB's study)" };
+    readonly Option<double?> _remote = new("--remote") { Description = "tpcc: probability that a Payment's customer, and one line of a NewOrder, is of another warehouse (default: TPC-C's 15% and 1% a line)" };
     readonly Option<int> _orderCapacity = new("--order-capacity") { Description = "tpcc: orders the insert tables can hold", DefaultValueFactory = _ => 1_000_000 };
 
     /// <summary>Each knob with the workload it belongs to.</summary>
@@ -28,7 +29,7 @@ public sealed class WorkloadKnobs
     [
         (_rows, "ycsb"), (_requests, "ycsb"), (_readFraction, "ycsb"), (_theta, "ycsb"), (_partitions, "ycsb"),
         (_tables, "stealdb"), (_tableRows, "stealdb"), (_ops, "stealdb"), (_hot, "stealdb"),
-        (_warehouses, "tpcc"), (_noInserts, "tpcc"), (_newOrderOnly, "tpcc"), (_orderCapacity, "tpcc"),
+        (_warehouses, "tpcc"), (_noInserts, "tpcc"), (_newOrderOnly, "tpcc"), (_orderCapacity, "tpcc"), (_remote, "tpcc"),
     ];
 
     public void AddTo(Command command)
@@ -50,7 +51,7 @@ public sealed class WorkloadKnobs
     {
         "ycsb" => () => new Ycsb(p.GetValue(_rows), p.GetValue(_requests), p.GetValue(_readFraction), p.GetValue(_theta), p.GetValue(_partitions)),
         "stealdb" => () => new StealDbMicro(p.GetValue(_tables), p.GetValue(_tableRows), p.GetValue(_ops), p.GetValue(_hot)),
-        "tpcc" => () => new Tpcc(p.GetValue(_warehouses), !p.GetValue(_noInserts), p.GetValue(_orderCapacity), p.GetValue(_newOrderOnly)),
+        "tpcc" => () => new Tpcc(p.GetValue(_warehouses), !p.GetValue(_noInserts), p.GetValue(_orderCapacity), p.GetValue(_newOrderOnly), p.GetValue(_remote)),
         _ => throw new UsageException($"unknown workload '{name}' (known: {string.Join(", ", Workloads)})"),
     };
 }

@@ -34,6 +34,11 @@ public class CommandLineTests
     [InlineData("--protocol Mcs: two-phase commit runs over NoWait, WaitDie, Silo", "cluster", "--protocol", "Mcs")]
     [InlineData("topology: 300 nodes, must be 1..256", "cluster", "--protocol", "NoWait", "--nodes", "300")]
     [InlineData("--network-delay-us 0: must be in (0, 1000000]", "cluster", "--protocol", "Silo", "--network-delay-us", "0")]
+    [InlineData("--warehouses is a tpcc knob; this run's workload is ycsb", "cluster", "--protocol", "Silo", "--warehouses", "4")]
+    [InlineData("--theta is a ycsb knob; this run's workload is tpcc", "cluster", "--protocol", "Silo", "--workload", "tpcc", "--theta", "0.5")]
+    [InlineData("--remote 1.5: must be in [0, 1]", "cluster", "--protocol", "NoWait", "--workload", "tpcc", "--remote", "1.5")]
+    [InlineData("--workload stealdb: the cluster runs ycsb or tpcc", "cluster", "--protocol", "NoWait", "--workload", "stealdb")]
+    [InlineData("tpcc: remote probability -0.1 must be in [0, 1]", "run", "--protocol", "NoWait", "--workload", "tpcc", "--remote", "-0.1")]
     public void BadInputExitsTwoWithOneLine(string message, params string[] args)
     {
         var (code, _, err) = Contend(args);
@@ -48,6 +53,20 @@ public class CommandLineTests
                                         "--seconds", "0.05", "--rows", "2000", "--check");
         Assert.Equal(0, code);
         Assert.Contains("WaitDie over two-phase commit: 3 nodes, 6 partitions", output);
+        Assert.Matches(@"checked: [1-9][\d,]* transactions, 0 anomalies, 0 atomicity violations, 0 unfinished", output);
+    }
+
+    [Fact]
+    public void ClusterRunsTpccSplitByWarehouseWithRemoteWarehouses()
+    {
+        var (code, output, _) = Contend("cluster", "--protocol", "Silo", "--workload", "tpcc", "--nodes", "2", "--network-delay-us", "20",
+                                        "--remote", "0.3", "--seconds", "0.01", "--check");
+        Assert.Equal(0, code);
+        Assert.Contains("Silo over two-phase commit: 2 nodes, 2 partitions", output);
+        Assert.Matches(@"commits \((?!0\.0 ?%)[\d.]+ ?% across partitions\)", output);
+        Assert.Contains("2 warehouse(s)", output);
+        Assert.Contains("remote warehouse 30", output);
+        Assert.Contains("split by warehouse over the partitions, items on every one", output);
         Assert.Matches(@"checked: [1-9][\d,]* transactions, 0 anomalies, 0 atomicity violations, 0 unfinished", output);
     }
 

@@ -7,6 +7,11 @@ public interface IPartitionMap
     int Partitions { get; }
 
     int PartitionOf(int table, long key);
+
+    /// <summary>True for a table that every partition holds whole and nothing writes (TPC-C's
+    /// items, as Deneva and Chiller keep them): a read of it goes to a partition the transaction
+    /// uses already, or its coordinator's own; a program that writes it is refused.</summary>
+    bool Replicates(int table) => false;
 }
 
 /// <summary>Keys spread by a hash of the key alone, so a key has one partition whatever its table.</summary>

@@ -91,6 +91,9 @@ public sealed class Ycsb(long rows, int requests, double readFraction, double th
     /// <summary>A worker's stream, or a cluster coordinator slot's (<paramref name="worker"/> is then the slot's stream number).</summary>
     public ITransactionSource CreateSource(int worker, ulong seed) => new Source(this, Rng.Seed(seed, worker));
 
+    /// <summary>A cluster coordinator slot's stream: YCSB's transactions have no home, so every slot draws over all keys.</summary>
+    public ITransactionSource CreateSource(int stream, ulong seed, IReadOnlyList<int> homePartitions) => CreateSource(stream, seed);
+
     sealed class Source(Ycsb w, ulong rng) : ITransactionSource
     {
         ulong _rng = rng;

@@ -75,7 +75,7 @@ internal sealed class Bank(int accounts, int hot, long throwingKey = -1) : IPart
         _programs = [transfer, audit.Build(), open];
     }
 
-    public ITransactionSource CreateSource(int stream, ulong seed) => new Source(this, new Random((int)(seed ^ (seed >> 29))));
+    public ITransactionSource CreateSource(int stream, ulong seed, IReadOnlyList<int> homePartitions) => new Source(this, new Random((int)(seed ^ (seed >> 29))));
 
     /// <summary>Every account's balance, on whichever partition holds it.</summary>
     public static long Sum(IReadOnlyList<Database> partitions)

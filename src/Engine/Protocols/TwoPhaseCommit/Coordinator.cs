@@ -29,6 +29,8 @@ internal sealed class Coordinator
     readonly bool[] _touched;
     readonly bool[] _answered;
     int _touchedCount, _answeredCount;
+    /// <summary>The first partition the attempt used, where it reads replicated tables; -1 before its first op.</summary>
+    int _first;
     Phase _phase;
     long _attempts, _timestamps;
     int _position;
@@ -76,6 +78,7 @@ internal sealed class Coordinator
         Txn = ClusterTxnId.Make(_node, _slot, ++_attempts);
         Array.Clear(_touched);
         _touchedCount = 0;
+        _first = -1;
         _position = 0;
         _reason = AbortReason.None;
         _failure = null;
@@ -94,11 +97,13 @@ internal sealed class Coordinator
         int op = program.Order[_position];
         var o = program.Ops[op];
         long key = o.ResolveKey(_ctx.Args, _ctx.Results);
-        int partition = _cluster.Map.PartitionOf(o.TableId, key);
+        int partition = !_cluster.Map.Replicates(o.TableId) ? _cluster.Map.PartitionOf(o.TableId, key)
+                      : _first >= 0 ? _first : _cluster.HomePartition(_node);
         if (!_touched[partition])
         {
             _touched[partition] = true;
             _touchedCount++;
+            if (_first < 0) _first = partition;
         }
         Send(partition, new OpRequest(Txn, partition, _ctx.Timestamp, program.Name, op, key,
                                       _ctx.Args.AsSpan(0, program.ArgCount).ToArray(), _ctx.Results.AsSpan(0, program.Ops.Length).ToArray()));
@@ -196,6 +201,7 @@ internal sealed class Coordinator
         if (_commit)
         {
             stats.Commits++;
+            if (_touchedCount > 1) _cluster.MultiPartitionCommits++;
             stats.RecordLatency((long)_cluster.Time.GetElapsedTime(_startedAt).TotalNanoseconds);
             _ctx.ConflictRetries = 0;
             StartNext();

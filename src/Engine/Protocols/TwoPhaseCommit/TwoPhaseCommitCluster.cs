@@ -20,8 +20,11 @@ public interface IPartitionedWorkload
     /// <summary>The programs the sources draw from, once loaded: every node finds a program here by its name.</summary>
     IReadOnlyList<TxnProgram> Programs { get; }
 
-    /// <summary>One coordinator slot's stream: <paramref name="stream"/> is unique in the cluster.</summary>
-    ITransactionSource CreateSource(int stream, ulong seed);
+    /// <summary>One coordinator slot's stream: <paramref name="stream"/> is unique in the cluster;
+    /// <paramref name="homePartitions"/> are those whose primary is on the slot's node (none when
+    /// the node holds no primary), for a workload whose transactions have a home, as TPC-C's
+    /// warehouse, to draw it where its coordinator is (Deneva's clients do the same).</summary>
+    ITransactionSource CreateSource(int stream, ulong seed, IReadOnlyList<int> homePartitions);
 }
 
 /// <summary>The knobs of a two-phase commit run.</summary>
@@ -72,10 +75,14 @@ public sealed record TwoPhaseCommitOptions(string Protocol, ClusterTopology Topo
 /// <param name="Unfinished">attempts still under way after the drain, at a coordinator or a participant</param>
 /// <param name="Failures">transactions whose program threw, with where</param>
 /// <param name="Events">timer firings the run took: the same seed gives the same count</param>
+/// <param name="MultiPartitionCommits">committed transactions that used more than one partition</param>
 public sealed record ClusterRunResult(WorkerStats Stats, TimeSpan Elapsed, IReadOnlyList<CommittedTxn> History,
                                       IReadOnlyList<string> Atomicity, IReadOnlyList<string> Unfinished, IReadOnlyList<string> Failures,
-                                      long Events, long MessagesSent, long MessagesDropped, long MessagesDuplicated)
+                                      long Events, long MessagesSent, long MessagesDropped, long MessagesDuplicated, long MultiPartitionCommits)
 {
+    /// <summary>The share of commits that used more than one partition (distributed transactions).</summary>
+    public double MultiPartitionShare => Stats.Commits == 0 ? 0 : MultiPartitionCommits / (double)Stats.Commits;
+
     /// <summary>Commits per second of virtual time: a model's figure, not this machine's speed.</summary>
     public double VirtualThroughput => Stats.Commits / Elapsed.TotalSeconds;
 }
@@ -134,6 +141,7 @@ internal sealed class TwoPhaseCommitCluster : IDisposable
             workload.Load(db, p, Map);
             CheckSameSchema(workload, p);
             programs ??= workload.Programs.ToDictionary(x => x.Name);
+            if (p == 0) CheckReplicatedReadOnly(workload);
             var protocol = (OpByOpProtocol)ProtocolRegistry.Create(options.Protocol, ProtocolSetup.For(db, 1));
             var catalogue = programs;
             _participants[p] = new Participant(Topology.PrimaryOf(p), p, protocol, new HistoryRecorder(1),
@@ -144,10 +152,11 @@ internal sealed class TwoPhaseCommitCluster : IDisposable
         for (int n = 0; n < Topology.Nodes; n++)
         {
             _coordinators[n] = new Coordinator[options.SlotsPerNode];
+            int[] homes = Topology.PrimariesOn(n).ToArray();
             for (int s = 0; s < options.SlotsPerNode; s++)
             {
                 ulong seed = options.Seed * 0x9E3779B97F4A7C15UL + (ulong)(n * ClusterTxnId.MaxSlots + s + 1);
-                _coordinators[n][s] = new Coordinator(n, s, this, workload.CreateSource(n * options.SlotsPerNode + s, seed), seed, options.Mutants);
+                _coordinators[n][s] = new Coordinator(n, s, this, workload.CreateSource(n * options.SlotsPerNode + s, seed, homes), seed, options.Mutants);
             }
             int node = n;
             _transport.Attach(n, e => Deliver(node, e));
@@ -161,9 +170,24 @@ internal sealed class TwoPhaseCommitCluster : IDisposable
     public SimulatedTime Time { get; }
     public ITransport Transport => _transport;
     public WorkerStats Stats { get; } = new();
+    public long MultiPartitionCommits { get; set; }
     public List<string> Failures { get; } = new();
     /// <summary>Set once the run's time is over: coordinators start nothing new.</summary>
     public bool Stopping { get; private set; }
+
+    /// <summary>Where a coordinator on <paramref name="node"/> reads a replicated table before its
+    /// transaction uses any partition: the first primary on its node, or, on a node with none,
+    /// a partition chosen by the node's number.</summary>
+    public int HomePartition(int node) => Topology.PrimariesOn(node) is { Length: > 0 } primaries ? primaries[0] : node % Topology.Partitions;
+
+    /// <summary>Refuses a program that writes a table the map replicates: its copies would part.</summary>
+    void CheckReplicatedReadOnly(IPartitionedWorkload workload)
+    {
+        foreach (var program in workload.Programs)
+            foreach (var op in program.Ops)
+                if (Map.Replicates(op.TableId) && op.Mode != AccessMode.Read)
+                    throw new ArgumentException($"two-phase commit: program {program.Name}, op {op.Name} writes table {_databases[0][op.TableId].Name}, which the partition map keeps on every partition", nameof(workload));
+    }
 
     /// <summary>A coordinator's decision, the log the atomicity check reads.</summary>
     public void Decided(long txn, bool commit) => _decisions.Add(txn, commit);
@@ -204,7 +228,7 @@ internal sealed class TwoPhaseCommitCluster : IDisposable
         Stopping = true;
         Time.RunUntil(duration + Options.Drain);
         return new ClusterRunResult(Stats, duration, MergedHistory(), CheckAtomicity(), Unfinished(), Failures,
-                                    Time.Fired, _transport.Sent, _transport.Dropped, _transport.Duplicated);
+                                    Time.Fired, _transport.Sent, _transport.Dropped, _transport.Duplicated, MultiPartitionCommits);
     }
 
     /// <summary>Each committed transaction once, with every partition's share of its accesses.</summary>
