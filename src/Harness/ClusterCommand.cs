@@ -55,9 +55,7 @@ public static class ClusterCommand
             var topology = new ClusterTopology(n, parts);
             string chosen = p.GetValue(workloadName)!;
             if (chosen is not ("ycsb" or "tpcc")) throw new UsageException($"--workload {chosen}: the cluster runs ycsb or tpcc");
-            foreach (var (option, owner) in knobs)
-                if (owner != chosen && p.GetResult(option) is { Implicit: false })
-                    throw new UsageException($"{option.Name} is a {owner} knob; this run's workload is {chosen}");
+            WorkloadKnobs.RefuseOthers(knobs, chosen, p);
             IPartitionedWorkload workload;
             IPartitionMap? map = null;
             string placement;

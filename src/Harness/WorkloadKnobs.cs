@@ -41,10 +41,17 @@ public sealed class WorkloadKnobs
     /// ignored: a run of ycsb with --hot 5 would otherwise report a contention it never had.</summary>
     public Func<IWorkload> Factory(string name, ParseResult p)
     {
-        foreach (var (o, workload) in All)
-            if (workload != name && Workloads.Contains(name) && p.GetResult(o) is { Implicit: false })
-                throw new UsageException($"{o.Name} is a {workload} knob; this run's workload is {name}");
+        if (Workloads.Contains(name)) RefuseOthers(All, name, p);
         return Make(name, p);
+    }
+
+    /// <summary>Throws when a knob of <paramref name="knobs"/> that belongs to another workload
+    /// than <paramref name="workload"/> was given (<c>contend run</c>'s and <c>contend cluster</c>'s).</summary>
+    public static void RefuseOthers(IEnumerable<(Option Option, string Workload)> knobs, string workload, ParseResult p)
+    {
+        foreach (var (o, owner) in knobs)
+            if (owner != workload && p.GetResult(o) is { Implicit: false })
+                throw new UsageException($"{o.Name} is a {owner} knob; this run's workload is {workload}");
     }
 
     Func<IWorkload> Make(string name, ParseResult p) => name switch
