@@ -103,12 +103,21 @@ int Test()
     var closingLine = new Regex(@"^(\d+) passed, (\d+) failed", RegexOptions.Multiline);
     Suite("unit and stress (xunit)", Run("dotnet", ["test", "tests/Contend.Tests", "-c", "Release", "--no-build", "--nologo"]),
           new Regex(@"Failed:\s+(\d+), Passed:\s+(\d+)"), failedFirst: true);
-    Suite("Coyote", Coyote([]), closingLine, failedFirst: false);
-    Suite("P models (models/check)", Models([]), closingLine, failedFirst: false);
     var runner = Run("python3", ["-m", "unittest", "discover", "-s", "specs/tools", "-p", "test_*.py"]);
     suites.Add(("specs runner (unittest)", RanTests(runner.Output) - (runner.Code == 0 ? 0 : 1), runner.Code == 0 ? 0 : 1, runner.Code));
-    Suite("TLC models (specs/check)", Run("specs/check", []), closingLine, failedFirst: false);
-    Suite("StealDB traces (TLC)", Traces([]), closingLine, failedFirst: false);
+    // Two lanes side by side, one core each (this machine kind has two): Coyote, the P checker and
+    // the trace recorder are single-threaded, and TLC runs on one worker, which also makes its
+    // liveness checks find the same counterexample every run. One lane's lines carry a tag.
+    var systematic = Task.Run(() => new (string Name, (int Code, string Output) Run)[]
+    {
+        ("Coyote", Coyote([])),
+        ("P models (models/check)", Models([])),
+        ("StealDB traces (TLC)", Traces([])),
+    });
+    var tlc = Task.Run(() => RunTagged("[tlc] ", "specs/check", ["--workers", "1"]));
+    Task.WaitAll(systematic, tlc);
+    foreach (var (name, run) in systematic.Result) Suite(name, run, closingLine, failedFirst: false);
+    Suite("TLC models (specs/check)", tlc.Result, closingLine, failedFirst: false);
 
     Console.WriteLine();
     Console.WriteLine($"{"suite",-28} {"passed",7} {"failed",7}");
@@ -150,15 +159,20 @@ static int RanTests(string output)
 }
 
 // Runs a command in the repository root, echoing its output as it comes and keeping a copy.
-(int Code, string Output) Run(string file, string[] arguments, params (string Name, string Value)[] environment)
+(int Code, string Output) Run(string file, string[] arguments, params (string Name, string Value)[] environment) =>
+    RunTagged(null, file, arguments, environment);
+
+// As Run; a tag, when given, starts each line echoed to the console (not the copy returned), so
+// that two suites running side by side can be told apart in the log.
+(int Code, string Output) RunTagged(string? tag, string file, string[] arguments, params (string Name, string Value)[] environment)
 {
     var start = new ProcessStartInfo(file) { WorkingDirectory = root, RedirectStandardOutput = true, RedirectStandardError = true };
     foreach (var a in arguments) start.ArgumentList.Add(a);
     foreach (var (name, value) in environment) start.Environment[name] = value;
     var copy = new System.Text.StringBuilder();
     using var process = new Process { StartInfo = start };
-    process.OutputDataReceived += (_, e) => { if (e.Data is null) return; Console.WriteLine(e.Data); lock (copy) copy.AppendLine(e.Data); };
-    process.ErrorDataReceived += (_, e) => { if (e.Data is null) return; Console.Error.WriteLine(e.Data); lock (copy) copy.AppendLine(e.Data); };
+    process.OutputDataReceived += (_, e) => { if (e.Data is null) return; Console.WriteLine(tag + e.Data); lock (copy) copy.AppendLine(e.Data); };
+    process.ErrorDataReceived += (_, e) => { if (e.Data is null) return; Console.Error.WriteLine(tag + e.Data); lock (copy) copy.AppendLine(e.Data); };
     try
     {
         process.Start();
