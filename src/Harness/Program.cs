@@ -24,8 +24,9 @@ var knobs = new WorkloadKnobs();
 var batch = new Option<int>("--batch") { Description = "Strife: transactions per batch", DefaultValueFactory = _ => 1000 };
 var alpha = new Option<double>("--alpha") { Description = "Strife: merge's alpha in (0, 1]", DefaultValueFactory = _ => 0.2 };
 var noOverlap = new Option<bool>("--no-overlap") { Description = "Strife: analyse the next batch only once the current one is done" };
+var callers = new Option<int>("--callers") { Description = "run through ContendEngine.ExecuteAsync, a service's front door, with this many async callers (0: the worker pool)", DefaultValueFactory = _ => 0 };
 
-var run = new Command("run", "run one protocol on one workload and print a summary") { protocol, workloadName, threads, seconds, warmup, check, output, seed, noPin, batch, alpha, noOverlap };
+var run = new Command("run", "run one protocol on one workload and print a summary") { protocol, workloadName, threads, seconds, warmup, check, output, seed, noPin, batch, alpha, noOverlap, callers };
 knobs.AddTo(run);
 run.SetAction(parse =>
 {
@@ -45,7 +46,8 @@ run.SetAction(parse =>
         strife.Validate(options.Threads); // bad knobs fail here, before any load
     }
     RunRow row;
-    if (options.WarmupSeconds + options.Seconds > 3 && !Console.IsOutputRedirected)
+    if (parse.GetValue(callers) is not 0 and var front) row = Runner.RunEmbedded(name, make, options, front, strife);
+    else if (options.WarmupSeconds + options.Seconds > 3 && !Console.IsOutputRedirected)
     {
         RunRow? done = null;
         AnsiConsole.Progress().Start(p =>

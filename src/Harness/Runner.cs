@@ -47,6 +47,78 @@ public static class Runner
                           protocolReport.Shares, protocolReport.Detail);
     }
 
+    /// <summary>
+    /// As <see cref="RunOne"/>, through the front door a service uses: a <see cref="ContendEngine"/>
+    /// with <see cref="RunOptions.Threads"/> workers, and <paramref name="callers"/> async callers
+    /// on the thread pool, each drawing its workload's transactions and awaiting one at a time.
+    /// Latency is the caller's: queueing included. Conflict aborts are the engine's over the
+    /// measured window.
+    /// </summary>
+    public static RunRow RunEmbedded(string protocolName, Func<IWorkload> makeWorkload, RunOptions options, int callers,
+                                     ProtocolOptions? protocolOptions = null)
+    {
+        if (!ProtocolRegistry.TryFind(protocolName, out var descriptor))
+            throw new UsageException(ProtocolRegistry.Unknown(protocolName));
+        if (callers is < 1 or > 4096) throw new UsageException($"--callers {callers}: must be in 1..4096");
+        var workload = makeWorkload();
+        var db = new Database(); // the engine disposes it
+        workload.Load(db);
+        long tableBytes = db.MemoryBytes;
+        using var engine = new ContendEngine(db, new EngineOptions
+        {
+            Protocol = protocolName, Workers = options.Threads, Pin = options.Pin, ProtocolOptions = protocolOptions,
+            RecordHistory = options.RecordHistory, Name = workload.Name, QueueCapacity = Math.Max(1024, callers),
+        });
+        const int Warmup = 0, Measure = 1, Stop = 2;
+        int phase = options.WarmupSeconds > 0 ? Warmup : Measure;
+        var stats = new WorkerStats[callers];
+        var work = Enumerable.Range(0, callers).Select(c => Task.Run(async () =>
+        {
+            var scratch = new TxnContext(c, recorder: null); // where the source writes each transaction's arguments
+            var source = workload.CreateSource(c, options.Seed);
+            var mine = stats[c] = new WorkerStats();
+            bool measuring = false;
+            while (Volatile.Read(ref phase) != Stop)
+            {
+                if (!measuring && Volatile.Read(ref phase) == Measure)
+                {
+                    mine.Reset();
+                    measuring = true;
+                }
+                var program = source.Next(scratch);
+                long start = Stopwatch.GetTimestamp();
+                var outcome = await engine.ExecuteAsync(program, scratch.Args.AsSpan(0, program.ArgCount)).ConfigureAwait(false);
+                mine.Count(outcome.Outcome, outcome.Reason, start);
+            }
+        })).ToArray();
+        if (options.WarmupSeconds > 0)
+        {
+            Thread.Sleep(TimeSpan.FromSeconds(options.WarmupSeconds));
+            Volatile.Write(ref phase, Measure);
+        }
+        var before = engine.Totals();
+        var clock = Stopwatch.StartNew();
+        Thread.Sleep(TimeSpan.FromSeconds(options.Seconds));
+        var after = engine.Totals();
+        double measured = clock.Elapsed.TotalSeconds;
+        Volatile.Write(ref phase, Stop);
+        Task.WaitAll(work);
+        var total = new WorkerStats();
+        foreach (var s in stats) total.Add(s);
+        long conflicts = after.TotalAborts - before.TotalAborts;
+        var reasons = Enum.GetValues<AbortReason>().Where(r => r != AbortReason.None && after.Aborts[(int)r] > before.Aborts[(int)r])
+                          .ToDictionary(r => r.ToString(), r => after.Aborts[(int)r] - before.Aborts[(int)r]);
+        SerializabilityChecker.Report? report = options.RecordHistory ? SerializabilityChecker.Check(engine.History()) : null;
+        var protocolReport = descriptor.Report(engine.Protocol, options.Threads * (options.WarmupSeconds + measured));
+        return new RunRow(engine.Protocol.Name, workload.Name, $"{workload.Describe()}; through ContendEngine, {callers} async callers",
+                          options.Threads, measured, total.Commits, total.Commits / measured,
+                          conflicts / (double)Math.Max(1, total.Commits + total.UserAborts + conflicts), total.UserAborts, reasons,
+                          total.LatencyPercentileMicros(50), total.LatencyPercentileMicros(99),
+                          report?.Transactions ?? -1, report?.Anomalies.Count ?? -1,
+                          report?.Anomalies.FirstOrDefault() is { } a ? $"{a.Kind}: {a.Description}" : null, [], tableBytes,
+                          protocolReport.Shares, protocolReport.Detail);
+    }
+
     public static string Table(IReadOnlyList<RunRow> rows)
     {
         var sb = new StringBuilder();

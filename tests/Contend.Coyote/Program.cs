@@ -40,7 +40,7 @@ for (int i = 0; i < args.Length; i++)
 }
 
 var tests = McsLockTests.All.Concat(TwoPhaseLockingTests.All).Concat(InsertTests.All).Concat(Contend.Coyote.TwoPhaseCommit.TwoPhaseCommitTests.All).Concat(Contend.Coyote.StealDB.StealDbTests.All)
-    .Concat(Contend.Coyote.Strife.StrifeTests.All).Concat(Contend.Coyote.Strife.BatchEngineTests.All)
+    .Concat(Contend.Coyote.Strife.StrifeTests.All).Concat(Contend.Coyote.Runtime.EngineTests.All)
     .Where(t => filters.Count == 0 || filters.Any(f => t.Name.Contains(f, StringComparison.OrdinalIgnoreCase)))
     .ToList();
 if (tests.Count == 0)
@@ -52,7 +52,7 @@ if (tests.Count == 0)
 var results = new List<CoyoteResult>();
 foreach (var test in tests)
 {
-    var r = CoyoteSuite.Run(test, iterations, seed);
+    var r = CoyoteSuite.Run(test, Math.Min(iterations, test.Iterations ?? iterations), seed);
     results.Add(r);
     Console.WriteLine($"{(r.Met ? "ok  " : "FAIL")} {test.Name}: {Describe(r)}");
     if (r.Bug is not null) Console.WriteLine($"       {FirstLine(r.Bug)}");

@@ -39,11 +39,24 @@ public class CommandLineTests
     [InlineData("--remote 1.5: must be in [0, 1]", "cluster", "--protocol", "NoWait", "--workload", "tpcc", "--remote", "1.5")]
     [InlineData("--workload stealdb: the cluster runs ycsb or tpcc", "cluster", "--protocol", "NoWait", "--workload", "stealdb")]
     [InlineData("tpcc: remote probability -0.1 must be in [0, 1]", "run", "--protocol", "NoWait", "--workload", "tpcc", "--remote", "-0.1")]
+    [InlineData("--callers -1: must be in 1..4096", "run", "--protocol", "NoWait", "--callers", "-1", "--rows", "1000")]
     public void BadInputExitsTwoWithOneLine(string message, params string[] args)
     {
         var (code, _, err) = Contend(args);
         Assert.Equal(2, code);
         Assert.Equal($"contend: {message}", err.Trim());
+    }
+
+    /// <summary>The front door a service uses, from the command line: callers on the thread pool
+    /// awaiting ContendEngine.ExecuteAsync, the history checked.</summary>
+    [Theory]
+    [InlineData("StealDB"), InlineData("Strife")]
+    public void RunThroughTheEnginesFrontDoorChecksTheHistory(string protocol)
+    {
+        var (code, output, _) = Contend("run", "--protocol", protocol, "--rows", "10000", "--callers", "8", "--seconds", "0.3", "--warmup", "0", "--no-pin", "--check");
+        Assert.Equal(0, code);
+        Assert.Contains("through ContendEngine, 8 async callers", output);
+        Assert.Matches($@"{protocol}\s+[1-9][\d,]* .* [1-9][\d,]*\s+0 ", output); // commits, and checked transactions with 0 anomalies
     }
 
     [Fact]

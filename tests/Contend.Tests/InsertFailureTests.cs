@@ -112,73 +112,60 @@ public class InsertFailureTests
 
     [Theory]
     [MemberData(nameof(PerTransactionProtocols))]
-    public void DuplicateAndRefusedInsertsLeaveNothingBehind(string protocol) => RunSessions(protocol, throwing: false);
+    public Task DuplicateAndRefusedInsertsLeaveNothingBehind(string protocol) => RunCallers(protocol, throwing: false);
 
     [Theory]
     [MemberData(nameof(PerTransactionProtocols))]
-    public void ThrowingInsertBodiesLeaveNothingBehind(string protocol) => RunSessions(protocol, throwing: true);
+    public Task ThrowingInsertBodiesLeaveNothingBehind(string protocol) => RunCallers(protocol, throwing: true);
 
-    static void RunSessions(string protocol, bool throwing)
+    static async Task RunCallers(string protocol, bool throwing)
     {
         var l = Open();
         using var _ = l.Db;
-        using var engine = new TransactionEngine(l.Db, protocol, Threads, recordHistory: true);
+        await using var engine = new ContendEngine(l.Db, new EngineOptions { Protocol = protocol, Workers = Threads, Pin = false, RecordHistory = true });
         var t = new Tally();
-        Exception? failure = null;
-        using var start = new Barrier(Threads);
         // A lock or a claim left behind makes the others wait or retry for ever: the deadline turns that into a failure.
         using var deadline = new CancellationTokenSource(Deadline);
-        var threads = Enumerable.Range(0, Threads).Select(w => new Thread(() =>
+        var callers = Enumerable.Range(0, Threads).Select(w => Task.Run(async () =>
         {
-            try
+            var rng = new Random(w);
+            for (int i = 0; i < PostsPerThread; i++)
             {
-                using var session = engine.OpenSession();
-                start.SignalAndWait();
-                var rng = new Random(w);
-                for (int i = 0; i < PostsPerThread; i++)
+                long key = rng.Next(Keys), behaviour = Behaviour(i, throwing);
+                TxnOutcome outcome;
+                try
                 {
-                    long key = rng.Next(Keys), behaviour = Behaviour(i, throwing);
-                    TxnOutcome outcome;
-                    try
+                    outcome = await engine.ExecuteAsync(l.Post, Args(rng, key, behaviour), deadline.Token);
+                }
+                catch (TransactionFailedException e) when (e.InnerException?.Message == "boom")
+                {
+                    Assert.Equal(2, behaviour);
+                    Interlocked.Increment(ref t.Raised);
+                    continue;
+                }
+                lock (t)
+                {
+                    if (outcome.Committed)
                     {
-                        outcome = session.Execute(l.Post, Args(rng, key, behaviour), deadline.Token);
+                        Assert.True(behaviour == 0 && t.Committers.Add(key), $"{protocol}: key {key} committed twice, or by a post that refuses");
+                        t.Committed++;
                     }
-                    catch (InvalidOperationException e) when (e.Message == "boom")
+                    else if (outcome.Reason == AbortReason.DuplicateKey)
                     {
-                        Assert.Equal(2, behaviour);
-                        Interlocked.Increment(ref t.Raised);
-                        continue;
+                        Assert.Equal(Outcome.UserAborted, outcome.Outcome);
+                        Assert.Equal(new DuplicateKey("post", "record", "entry", key), outcome.Duplicate);
+                        t.Duplicates++;
                     }
-                    lock (t)
+                    else
                     {
-                        if (outcome.Committed)
-                        {
-                            Assert.True(behaviour == 0 && t.Committers.Add(key), $"{protocol}: key {key} committed twice, or by a post that refuses");
-                            t.Committed++;
-                        }
-                        else if (outcome.Reason == AbortReason.DuplicateKey)
-                        {
-                            Assert.Equal(Outcome.UserAborted, outcome.Outcome);
-                            Assert.Equal(new DuplicateKey("post", "record", "entry", key), outcome.Duplicate);
-                            t.Duplicates++;
-                        }
-                        else
-                        {
-                            Assert.Equal(new TxnOutcome(Outcome.UserAborted, AbortReason.User, outcome.Attempts), outcome);
-                            Assert.Equal(1, behaviour);
-                            t.Refused++;
-                        }
+                        Assert.Equal(new TxnOutcome(Outcome.UserAborted, AbortReason.User, outcome.Attempts), outcome);
+                        Assert.Equal(1, behaviour);
+                        t.Refused++;
                     }
                 }
             }
-            catch (Exception e)
-            {
-                Interlocked.CompareExchange(ref failure, e, null);
-            }
-        }) { IsBackground = true }).ToList();
-        threads.ForEach(th => th.Start());
-        Assert.True(threads.TrueForAll(th => th.Join(Deadline * 2)), $"{protocol}: a thread is still posting after {Deadline * 2}");
-        if (failure is not null) throw new InvalidOperationException($"{protocol}: {failure.Message}", failure);
+        })).ToArray();
+        await Task.WhenAll(callers).WaitAsync(Deadline * 2);
 
         Assert.Equal(Threads * PostsPerThread, t.Committed + t.Duplicates + t.Refused + t.Raised);
         Assert.True(!throwing || t.Raised > 0, $"{protocol}: no insert body threw");
@@ -186,42 +173,41 @@ public class InsertFailureTests
         Assert.True(check.Serializable, $"{protocol}: {check.Anomalies.FirstOrDefault()}");
         CheckLedger(protocol, l, t);
         // Every account's lock is free: a sweep that writes them all commits in time.
-        using var sweeper = engine.OpenSession();
-        Assert.True(sweeper.Execute(l.Sweep, [], deadline.Token).Committed);
+        Assert.True((await engine.ExecuteAsync(l.Sweep, [], deadline.Token)).Committed);
     }
 
-    /// <summary>Strife through <see cref="BatchEngine"/>, programs that keep images: a duplicate
+    /// <summary>Strife through <see cref="ContendEngine"/>, programs that keep images: a duplicate
     /// ends its post as under every other protocol, in a cluster or as a residual.</summary>
     [Fact]
     public async Task StrifeEndsDuplicatesInClustersAndResiduals()
     {
         var l = Open();
         using var _ = l.Db;
-        using var engine = new BatchEngine(l.Db, "Strife", workers: 2, new StrifeOptions(BatchSize: 100, Alpha: 1), recordHistory: true);
+        await using var engine = new ContendEngine(l.Db, StrifeEngine(recordHistory: true) with { QueueCapacity = Threads * PostsPerThread });
         var t = new Tally();
         var rng = new Random(5);
-        var posts = new List<(long Key, long Behaviour, Task<TxnResult> Task)>();
+        var posts = new List<(long Key, long Behaviour, Task<TxnOutcome> Task)>();
         for (int i = 0; i < Threads * PostsPerThread; i++)
         {
             long key = rng.Next(Keys), behaviour = Behaviour(i, throwing: false);
-            posts.Add((key, behaviour, engine.SubmitAsync(l.Post, Args(rng, key, behaviour))));
+            posts.Add((key, behaviour, engine.ExecuteAsync(l.Post, Args(rng, key, behaviour)).AsTask()));
         }
         foreach (var (key, behaviour, task) in posts)
         {
-            var result = await task.WaitAsync(Deadline);
-            if (result.Committed)
+            var outcome = await task.WaitAsync(Deadline);
+            if (outcome.Committed)
             {
                 Assert.True(behaviour == 0 && t.Committers.Add(key), $"key {key} committed twice, or by a post that refuses");
                 t.Committed++;
             }
-            else if (result.Outcome.Reason == AbortReason.DuplicateKey)
+            else if (outcome.Reason == AbortReason.DuplicateKey)
             {
-                Assert.Equal(new DuplicateKey("post", "record", "entry", key), result.Outcome.Duplicate);
+                Assert.Equal(new DuplicateKey("post", "record", "entry", key), outcome.Duplicate);
                 t.Duplicates++;
             }
             else
             {
-                Assert.Equal((Outcome.UserAborted, AbortReason.User, 1L), (result.Outcome.Outcome, result.Outcome.Reason, behaviour));
+                Assert.Equal((Outcome.UserAborted, AbortReason.User, 1L), (outcome.Outcome, outcome.Reason, behaviour));
                 t.Refused++;
             }
         }
@@ -230,7 +216,7 @@ public class InsertFailureTests
         CheckLedger("Strife", l, t);
         var counts = ((StrifeProtocol)engine.Protocol).Counts;
         Assert.True(counts.Residuals > 0 && counts.Clusters > 0, $"{counts.Residuals} residuals, {counts.Clusters} clusters: both phases must run");
-        Assert.True((await engine.SubmitAsync(l.Sweep, []).WaitAsync(Deadline)).Committed);
+        Assert.True((await engine.ExecuteAsync(l.Sweep, []).AsTask().WaitAsync(Deadline)).Committed);
     }
 
     /// <summary>Strife's clustered attempts of a program built with BodiesNeverAbort write in place
@@ -241,13 +227,12 @@ public class InsertFailureTests
     {
         var l = Open(bodiesNeverAbort: true);
         using var _ = l.Db;
-        var engine = new BatchEngine(l.Db, "Strife", workers: 1);
-        var duplicate = engine.SubmitAsync(l.Post, [0, 3, 0, 1]); // key 3 was loaded
-        var failed = await Assert.ThrowsAnyAsync<Exception>(() => duplicate.WaitAsync(Deadline));
-        var raised = Assert.IsType<DuplicateKeyException>(failed is DuplicateKeyException ? failed : failed.InnerException);
+        await using var engine = new ContendEngine(l.Db, new EngineOptions { Protocol = "Strife", Workers = 1, Pin = false });
+        var duplicate = engine.ExecuteAsync(l.Post, [0, 3, 0, 1]).AsTask(); // key 3 was loaded
+        var failed = await Assert.ThrowsAsync<EngineFailedException>(() => duplicate.WaitAsync(Deadline));
+        var raised = Assert.IsType<DuplicateKeyException>(failed.InnerException);
         Assert.Equal(new DuplicateKey("post", "record", "entry", 3), raised.Duplicate);
         Assert.Contains("without before-images", raised.Message);
-        engine.Dispose();
     }
 
     /// <summary>A throwing insert body in a Strife batch fails the engine (as any throwing body
@@ -258,11 +243,11 @@ public class InsertFailureTests
     {
         var l = Open();
         using var _ = l.Db;
-        var engine = new BatchEngine(l.Db, "Strife", workers: 2, new StrifeOptions(BatchSize: 100, Alpha: 1));
+        await using var engine = new ContendEngine(l.Db, StrifeEngine(recordHistory: false));
         var rng = new Random(9);
-        var tasks = new List<Task<TxnResult>>();
+        var tasks = new List<Task<TxnOutcome>>();
         for (int i = 0; i < 1_000; i++)
-            tasks.Add(engine.SubmitAsync(l.Post, Args(rng, Loaded + i, i == 500 ? 2 : 0)));
+            tasks.Add(engine.ExecuteAsync(l.Post, Args(rng, Loaded + i, i == 500 ? 2 : 0)).AsTask());
         await Task.WhenAny(Task.WhenAll(tasks), Task.Delay(Deadline));
         Assert.All(tasks, task => Assert.True(task.IsCompleted, $"a task was left {task.Status} by the failure"));
         Assert.Contains("boom", tasks[500].Exception!.ToString());
@@ -271,6 +256,8 @@ public class InsertFailureTests
         for (int a = 0; a < Accounts; a++) units += BinaryPrimitives.ReadInt64LittleEndian(l.Account.Payload(l.Account.Find(a)));
         Assert.Equal(committed, units);
         Assert.Equal(-1, l.Entry.Find(Loaded + 500));
-        engine.Dispose();
     }
+
+    static EngineOptions StrifeEngine(bool recordHistory) =>
+        new() { Protocol = "Strife", Workers = 2, Pin = false, RecordHistory = recordHistory, ProtocolOptions = new StrifeOptions(BatchSize: 100, Alpha: 1) };
 }

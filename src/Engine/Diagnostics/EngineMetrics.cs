@@ -63,7 +63,7 @@ public static class EngineMetrics
 
     /// <summary>Tracks a run's workers until the returned handle is disposed; then their final
     /// counts join the ended runs'. <see cref="WorkerPool"/> calls it for every run, and
-    /// <see cref="TransactionEngine"/> for its sessions.</summary>
+    /// <see cref="Runtime.ContendEngine"/> for its workers.</summary>
     public static IDisposable Track(IProtocol protocol, string workload, WorkerStats[] workers)
     {
         var tracked = new Tracked(protocol, workload, workers, ProtocolCounters(protocol));

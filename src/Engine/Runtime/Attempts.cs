@@ -16,7 +16,7 @@ internal interface IAttemptGate
 }
 
 /// <summary>The one loop that runs a transaction to its end, for the worker pool, the
-/// sessions of <see cref="TransactionEngine"/> and Strife's residuals alike.</summary>
+/// requests of <see cref="ContendEngine"/> and Strife's residuals alike.</summary>
 internal static class Attempts
 {
     /// <summary>Runs the transaction started on <paramref name="ctx"/> until it commits or its

@@ -65,7 +65,7 @@ public sealed class BatchWorker(TxnContext ctx, ITransactionSource source, Worke
 
     /// <summary>Told of each transaction's end (its commit or its logic's abort), on the worker
     /// that ran it, while <see cref="TxnContext.Results"/> and <see cref="TxnContext.Tag"/> are
-    /// still its: how <see cref="BatchEngine"/> answers a request. Null for the pool, and then
+    /// still its: how <see cref="ContendEngine"/> answers a request. Null for the pool, and then
     /// a protocol need not call <see cref="Ended"/>.</summary>
     public Action<TxnContext, TxnOutcome>? OnEnded { get; init; }
 

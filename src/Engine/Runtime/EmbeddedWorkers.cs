@@ -5,8 +5,7 @@ using Contend.Engine.Protocols;
 namespace Contend.Engine.Runtime;
 
 /// <summary>
-/// What <see cref="TransactionEngine"/> and <see cref="BatchEngine"/> both keep for their worker
-/// slots: counters that count from the first transaction (no warm-up), the history when
+/// What <see cref="ContendEngine"/> keeps for its worker slots, whichever the protocol's kind: counters that count from the first transaction (no warm-up), the history when
 /// asked for, and the meter's tracking of them.
 /// </summary>
 internal sealed class EmbeddedWorkers : IDisposable
@@ -25,18 +24,6 @@ internal sealed class EmbeddedWorkers : IDisposable
         }
         Recorder = recordHistory ? new HistoryRecorder(workers) : null;
         _metrics = EngineMetrics.Track(protocol, name, Stats);
-    }
-
-    /// <summary>Throws, naming the protocol, unless it is known and of the kind the engine runs.</summary>
-    public static void CheckProtocol(string protocol, bool batch)
-    {
-        if (!ProtocolRegistry.TryFind(protocol, out var descriptor))
-            throw new ArgumentException(ProtocolRegistry.Unknown(protocol), nameof(protocol));
-        if ((descriptor.Kind == ProtocolKind.Batch) == batch) return;
-        throw new ArgumentException(batch
-            ? $"{protocol} is a per-transaction protocol: it runs on the caller's thread (TransactionEngine), not in batches"
-            : $"{protocol} is a batch protocol: it runs batches on workers of its own (BatchEngine), not one transaction on the caller's thread",
-            nameof(protocol));
     }
 
     public WorkerStats Totals()

@@ -42,7 +42,7 @@ public sealed class TxnContext
     public bool RowsKnown;
     public readonly int[] OpRow = new int[MaxOps];
     /// <summary>What the transaction's source attached to it (a batch protocol carries it through
-    /// the batch with the transaction): <see cref="BatchEngine"/>'s request. Null otherwise.</summary>
+    /// the batch with the transaction): <see cref="ContendEngine"/>'s request. Null otherwise.</summary>
     public object? Tag;
 
     // The access set: one entry per distinct row the attempt touched. What a protocol keeps per

@@ -86,7 +86,7 @@ internal sealed class StrifeAnalysis(Database db, StrifeOptions options, Enum? m
     {
         var program = worker.Draw();
         b.Program[slot] = program;
-        if (worker.Ctx.Tag is { } tag) // only BatchEngine's source tags its transactions
+        if (worker.Ctx.Tag is { } tag) // only ContendEngine's source tags its transactions
         {
             b.Tag[slot] = tag;
             worker.Ctx.Tag = null;

@@ -370,7 +370,7 @@ public sealed class StrifeProtocol : IBatchProtocol
         Debug.Assert(done, $"batch {n}: finished outside its residual phase");
     }
 
-    /// <summary>Tells the worker's listener (<see cref="BatchEngine"/>) that the slot's transaction
+    /// <summary>Tells the worker's listener (<see cref="Runtime.ContendEngine"/>) that the slot's transaction
     /// has ended, and forgets its tag: a tag left in a batch is one <see cref="Unfinished"/> reports.</summary>
     static void Answer(StrifeBatch b, int slot, BatchWorker worker, Outcome outcome, AbortReason reason, int attempts)
     {

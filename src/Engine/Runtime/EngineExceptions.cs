@@ -1,0 +1,55 @@
+using Contend.Engine.Programs;
+
+namespace Contend.Engine.Runtime;
+
+/// <summary>The base of what <see cref="ContendEngine"/> throws about its own state or a
+/// transaction's failure (bad arguments are <see cref="ArgumentException"/>s; a caller's
+/// cancellation is an <see cref="OperationCanceledException"/>).</summary>
+public abstract class ContendException : Exception
+{
+    private protected ContendException(string message, Exception? inner = null) : base(message, inner)
+    {
+    }
+
+    /// <summary>True when the same call may succeed if made again later (on this engine or,
+    /// for a closed one, another).</summary>
+    public abstract bool Retryable { get; }
+}
+
+/// <summary>The request queue was full and the engine is configured to refuse
+/// (<see cref="WhenQueueFull.Refuse"/>): nothing ran; try again after a back-off.</summary>
+public sealed class EngineQueueFullException(int capacity)
+    : ContendException($"the engine's request queue is full ({capacity} waiting): nothing ran; retry after a back-off, or configure WhenQueueFull.Wait")
+{
+    public override bool Retryable => true;
+}
+
+/// <summary>The engine is closing or closed (<see cref="ContendEngine.DisposeAsync"/>): the
+/// transaction did not run.</summary>
+public sealed class EngineClosedException(string name)
+    : ContendException($"engine '{name}' is closed and takes no more transactions: the transaction did not run")
+{
+    public override bool Retryable => false;
+}
+
+/// <summary>The engine failed (a worker's thread died: under a batch protocol, a program's body
+/// or key function threw in a batch) before this transaction ended, and takes no more. The
+/// transaction did not commit; rows its batch wrote in place without images (a program built
+/// with <see cref="ProgramBuilder.BodiesNeverAbort"/>) keep what was written.</summary>
+public sealed class EngineFailedException(string name, Exception cause)
+    : ContendException($"engine '{name}' failed and takes no more transactions: {cause.Message}", cause)
+{
+    public override bool Retryable => false;
+}
+
+/// <summary>The transaction's program failed: one of its bodies or key functions threw (a bug in
+/// the program, the exception inner). Its attempt was undone and its locks released; the
+/// engine goes on. The same call fails the same way.</summary>
+public sealed class TransactionFailedException(TxnProgram program, Exception cause)
+    : ContendException($"program {program.Name} threw: {cause.Message}; its attempt was undone", cause)
+{
+    /// <summary>The program's name.</summary>
+    public string Program => program.Name;
+
+    public override bool Retryable => false;
+}

@@ -1,0 +1,61 @@
+using Contend.Engine.Protocols;
+
+namespace Contend.Engine.Runtime;
+
+/// <summary>What <see cref="ContendEngine.ExecuteAsync(Programs.TxnProgram, ReadOnlySpan{long}, CancellationToken)"/>
+/// does when the engine's request queue is full.</summary>
+public enum WhenQueueFull
+{
+    /// <summary>The call returns at once and its task waits for room (no thread blocks); its token cancels the wait.</summary>
+    Wait,
+    /// <summary>The call throws <see cref="EngineQueueFullException"/> at once: the caller sheds the load.</summary>
+    Refuse,
+}
+
+/// <summary>How a <see cref="ContendEngine"/> is made. Checked when the engine is constructed;
+/// an error names the option.</summary>
+public sealed record EngineOptions
+{
+    /// <summary>The protocol's name (<see cref="ProtocolRegistry.Names"/>), per-transaction or batch.</summary>
+    public string Protocol { get; init; } = "StealDB";
+
+    /// <summary>The engine's worker threads, 1..255: the protocol's worker slots. More than the
+    /// machine's cores slows the queue-lock protocols by orders of magnitude, whose waiters hand
+    /// locks along a queue (a descheduled one stalls everyone behind it).</summary>
+    public int Workers { get; init; } = Math.Min(255, Environment.ProcessorCount);
+
+    /// <summary>The protocol's knobs (its <see cref="ProtocolDescriptor.OptionsType"/>); null: its defaults.</summary>
+    public ProtocolOptions? ProtocolOptions { get; init; }
+
+    /// <summary>Transactions accepted and not yet taken by a worker, at most (at least 1).</summary>
+    public int QueueCapacity { get; init; } = 1024;
+
+    /// <summary>What a submission meets when <see cref="QueueCapacity"/> are waiting.</summary>
+    public WhenQueueFull WhenQueueFull { get; init; } = WhenQueueFull.Wait;
+
+    /// <summary>Pin worker w to core w mod the cores: the engine's workers are the machine's.</summary>
+    public bool Pin { get; init; } = true;
+
+    /// <summary>Record every commit's reads and writes, for <see cref="ContendEngine.History"/>.</summary>
+    public bool RecordHistory { get; init; }
+
+    /// <summary>What the meter's series are tagged with as their workload.</summary>
+    public string Name { get; init; } = "embedded";
+
+    /// <summary>Throws <see cref="ArgumentException"/> naming the first option out of range.</summary>
+    internal void Validate()
+    {
+        if (string.IsNullOrWhiteSpace(Protocol))
+            throw new ArgumentException($"{nameof(EngineOptions)}.{nameof(Protocol)}: a protocol name is required ({string.Join(", ", ProtocolRegistry.Names)})", nameof(Protocol));
+        if (!ProtocolRegistry.TryFind(Protocol, out _))
+            throw new ArgumentException($"{nameof(EngineOptions)}.{nameof(Protocol)}: {ProtocolRegistry.Unknown(Protocol)}", nameof(Protocol));
+        if (Workers is < 1 or > 255)
+            throw new ArgumentOutOfRangeException(nameof(Workers), Workers, $"{nameof(EngineOptions)}.{nameof(Workers)} {Workers}: must be 1..255");
+        if (QueueCapacity < 1)
+            throw new ArgumentOutOfRangeException(nameof(QueueCapacity), QueueCapacity, $"{nameof(EngineOptions)}.{nameof(QueueCapacity)} {QueueCapacity}: must be at least 1");
+        if (!Enum.IsDefined(WhenQueueFull))
+            throw new ArgumentOutOfRangeException(nameof(WhenQueueFull), WhenQueueFull, $"{nameof(EngineOptions)}.{nameof(WhenQueueFull)} {WhenQueueFull}: Wait or Refuse");
+        if (string.IsNullOrEmpty(Name))
+            throw new ArgumentException($"{nameof(EngineOptions)}.{nameof(Name)}: the meter's workload tag must not be empty", nameof(Name));
+    }
+}

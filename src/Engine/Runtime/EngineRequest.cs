@@ -1,0 +1,108 @@
+using System.Threading.Tasks.Sources;
+using Contend.Engine.Programs;
+
+namespace Contend.Engine.Runtime;
+
+/// <summary>
+/// One transaction submitted to a <see cref="ContendEngine"/>, from its acceptance to its answer:
+/// the program, a copy of its arguments, where its results go, and the caller's token. It rides
+/// through a batch as its <see cref="TxnContext.Tag"/>.
+/// </summary>
+internal abstract class EngineRequest
+{
+    public TxnProgram Program = null!;
+    /// <summary>Grown to the largest argument count seen, and reused.</summary>
+    public long[] Args = [];
+    public Memory<long> Results;
+    public CancellationToken Cancel;
+    /// <summary>1 once answered: a failing engine may try to fail a request already answered.</summary>
+    int _ended;
+
+    public void Fill(TxnProgram program, ReadOnlySpan<long> args, Memory<long> results, CancellationToken cancel)
+    {
+        Program = program;
+        if (Args.Length < args.Length) Args = new long[args.Length];
+        args.CopyTo(Args);
+        Results = results;
+        Cancel = cancel;
+        _ended = 0;
+    }
+
+    /// <summary>The caller's task.</summary>
+    public abstract ValueTask<TxnOutcome> Task { get; }
+
+    /// <summary>Ends the request with its outcome, copying a commit's op results first; runs no
+    /// caller code on this thread.</summary>
+    public void Succeed(TxnContext ctx, TxnOutcome outcome)
+    {
+        if (Interlocked.Exchange(ref _ended, 1) != 0) return;
+        if (outcome.Committed && !Results.IsEmpty) ctx.Results.AsSpan(0, Program.Ops.Length).CopyTo(Results.Span);
+        Forget();
+        SetResult(outcome);
+    }
+
+    public void Fail(Exception error)
+    {
+        if (Interlocked.Exchange(ref _ended, 1) != 0) return;
+        Forget();
+        SetException(error);
+    }
+
+    /// <summary>Drops the references a pooled request would otherwise keep alive.</summary>
+    void Forget()
+    {
+        Program = null!;
+        Results = default;
+        Cancel = default;
+    }
+
+    protected abstract void SetResult(TxnOutcome outcome);
+    protected abstract void SetException(Exception error);
+}
+
+/// <summary>
+/// The request of the async path: a reusable <see cref="IValueTaskSource{TResult}"/>, back in
+/// its engine's pool once the caller has read its result, so that a transaction in steady state
+/// allocates nothing. Continuations run on the thread pool, never on a worker.
+/// </summary>
+internal sealed class PooledRequest(Action<PooledRequest> giveBack) : EngineRequest, IValueTaskSource<TxnOutcome>
+{
+    ManualResetValueTaskSourceCore<TxnOutcome> _core = new() { RunContinuationsAsynchronously = true };
+
+    public override ValueTask<TxnOutcome> Task => new(this, _core.Version);
+
+    protected override void SetResult(TxnOutcome outcome) => _core.SetResult(outcome);
+    protected override void SetException(Exception error) => _core.SetException(error);
+
+    public TxnOutcome GetResult(short token)
+    {
+        try
+        {
+            return _core.GetResult(token);
+        }
+        finally
+        {
+            // Read once, as a ValueTask must be: the request serves another caller from here on.
+            _core.Reset();
+            giveBack(this);
+        }
+    }
+
+    public ValueTaskSourceStatus GetStatus(short token) => _core.GetStatus(token);
+
+    public void OnCompleted(Action<object?> continuation, object? state, short token, ValueTaskSourceOnCompletedFlags flags) =>
+        _core.OnCompleted(continuation, state, token, flags);
+}
+
+/// <summary>A request answered through a <see cref="TaskCompletionSource{TResult}"/>: for the
+/// Coyote tests (<see cref="ContendEngine"/>'s internal switch), whose scheduler controls
+/// tasks but not an <see cref="IValueTaskSource{TResult}"/>'s continuations.</summary>
+internal sealed class TaskRequest : EngineRequest
+{
+    readonly TaskCompletionSource<TxnOutcome> _completion = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+    public override ValueTask<TxnOutcome> Task => new(_completion.Task);
+
+    protected override void SetResult(TxnOutcome outcome) => _completion.TrySetResult(outcome);
+    protected override void SetException(Exception error) => _completion.TrySetException(error);
+}
