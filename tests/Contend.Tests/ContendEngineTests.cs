@@ -247,6 +247,10 @@ public class ContendEngineTests
         Assert.Contains("takes 3 arguments, given 2", Assert.Throws<ArgumentException>(() => engine.ExecuteAsync(transfer, [0, 1])).Message);
         Assert.Contains("has 2 ops, so its results need as many slots, given 1", Assert.Throws<ArgumentException>(() => engine.ExecuteAsync(transfer, [0, 1, 5], new long[1])).Message);
         Assert.Contains("keeps no history", Assert.Throws<InvalidOperationException>(() => engine.History()).Message);
+        var (other, elsewhere, _) = Bank();
+        using var __ = other;
+        Assert.Contains("program transfer: built against another database than engine 'bank' serves",
+                        Assert.Throws<ArgumentException>(() => engine.ExecuteAsync(elsewhere, [0, 1, 5])).Message);
     }
 
     /// <summary>One engine per database: a second is refused, the schema is frozen while one
@@ -412,6 +416,26 @@ public class ContendEngineTests
         Assert.True(tasks.Skip(1_001).Any(t => t.IsFaulted), "no transaction after the faulty one failed with the engine");
         Assert.Contains("boom", (await Assert.ThrowsAsync<EngineFailedException>(() => engine.ExecuteAsync(transfer, [0, 1, 1]).AsTask())).Message);
         await engine.DisposeAsync().AsTask().WaitAsync(Patience);
+    }
+
+    /// <summary>A task read twice (a caller's bug) fails the second read and leaves the pooled
+    /// request to one caller: the transactions after it each get their own answer.</summary>
+    [Fact]
+    public async Task AResultReadTwiceFailsWithoutSharingItsRequest()
+    {
+        var (db, transfer, _) = Bank();
+        await using var engine = new ContendEngine(db, Options("NoWait", workers: 1));
+        var results = new long[2];
+        var task = engine.ExecuteAsync(transfer, [0, 1, 5], results);
+        Assert.True((await task).Committed);
+        Assert.Contains("awaited twice", Assert.Throws<InvalidOperationException>(() => task.Result).Message);
+        var first = new long[2];
+        var second = new long[2];
+        var a = engine.ExecuteAsync(transfer, [0, 1, 1], first);
+        var b = engine.ExecuteAsync(transfer, [1, 0, 2], second);
+        Assert.True((await a).Committed && (await b).Committed);
+        Assert.Equal([Opening - 6, Opening + 6], first);
+        Assert.Equal([Opening + 4, Opening - 4], second);
     }
 
     /// <summary>The caller's execution context does not reach the bodies, which run on the

@@ -110,7 +110,7 @@ public sealed class ProgramBuilder(string name, Database db, int argCount)
                 KeyDeps = keyDeps, ValueDeps = valueDeps, Body = d.Body, WriteBody = d.WriteBody,
             };
         }
-        return new TxnProgram(name, ops, TopologicalOrder(ops), argCount, _bodiesMayAbort);
+        return new TxnProgram(name, db, ops, TopologicalOrder(ops), argCount, _bodiesMayAbort);
     }
 
     int[] Resolve(string where, string kind, string[] names, Dictionary<string, int> index)

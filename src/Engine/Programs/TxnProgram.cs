@@ -86,9 +86,14 @@ public sealed class TxnProgram
     /// <summary>The insert ops in <see cref="Order"/>: the order in which the op loop collects them.</summary>
     public int[] InsertsInOrder { get; }
 
-    internal TxnProgram(string name, Op[] ops, int[] order, int argCount, bool bodiesMayAbort)
+    /// <summary>The database whose schema the program was built against: its ops name that
+    /// database's tables by id, so an engine over another refuses it.</summary>
+    internal Storage.Database Schema { get; }
+
+    internal TxnProgram(string name, Storage.Database schema, Op[] ops, int[] order, int argCount, bool bodiesMayAbort)
     {
         Name = name;
+        Schema = schema;
         Ops = ops;
         Order = order;
         ArgCount = argCount;

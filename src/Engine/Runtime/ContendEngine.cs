@@ -143,10 +143,13 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
     /// </summary>
     /// <param name="results">at least as long as the program's ops, or empty; written by a
     /// worker before the task ends, so not to be touched until then</param>
-    /// <exception cref="ArgumentException">the argument count or the results' length is wrong for the program</exception>
+    /// <exception cref="ArgumentException">the program was built against another database, or the
+    /// argument count or the results' length is wrong for it</exception>
     public ValueTask<TxnOutcome> ExecuteAsync(TxnProgram program, ReadOnlySpan<long> args, Memory<long> results, CancellationToken cancel = default)
     {
         ArgumentNullException.ThrowIfNull(program);
+        if (program.Schema != _db)
+            throw new ArgumentException($"program {program.Name}: built against another database than engine '{_options.Name}' serves", nameof(program));
         if (args.Length != program.ArgCount)
             throw new ArgumentException($"program {program.Name}: takes {program.ArgCount} arguments, given {args.Length}", nameof(args));
         if (results.Length != 0 && results.Length < program.Ops.Length)

@@ -76,6 +76,10 @@ internal sealed class PooledRequest(Action<PooledRequest> giveBack) : EngineRequ
 
     public TxnOutcome GetResult(short token)
     {
+        // A second read of the same task must not give the request back twice (two callers
+        // would then share it): it fails here, before the pool is touched.
+        if (token != _core.Version)
+            throw new InvalidOperationException("a ValueTask from ContendEngine.ExecuteAsync was awaited twice: await it once (or call AsTask)");
         try
         {
             return _core.GetResult(token);
