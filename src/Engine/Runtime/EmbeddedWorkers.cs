@@ -5,8 +5,9 @@ using Contend.Engine.Protocols;
 namespace Contend.Engine.Runtime;
 
 /// <summary>
-/// What <see cref="ContendEngine"/> keeps for its worker slots, whichever the protocol's kind: counters that count from the first transaction (no warm-up), the history when
-/// asked for, and the meter's tracking of them.
+/// What <see cref="ContendEngine"/> keeps for its worker slots, whichever the protocol's kind:
+/// counters that count from the first transaction (no warm-up), the history when asked for,
+/// and the meter's tracking of them.
 /// </summary>
 internal sealed class EmbeddedWorkers : IDisposable
 {
