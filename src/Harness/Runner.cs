@@ -32,20 +32,29 @@ public static class Runner
         var protocol = descriptor.Create(new ProtocolSetup(db, options.Threads, protocolOptions));
         var result = WorkerPool.Run(protocol, workload, options, progress);
         SerializabilityChecker.Report? report = result.History is null ? null : SerializabilityChecker.Check(result.History);
-        var reasons = Enum.GetValues<AbortReason>().Where(r => r != AbortReason.None && result.Total.Aborts[(int)r] > 0)
-                          .ToDictionary(r => r.ToString(), r => result.Total.Aborts[(int)r]);
-        var warnings = result.Warnings.ToList();
         // The protocol was built for this run: what it counted is the run's, warm-up included.
         var protocolReport = descriptor.Report(protocol, options.Threads * (options.WarmupSeconds + result.MeasuredSeconds));
-        if (result.Total.Aborts[(int)AbortReason.TableFull] > 0)
-            warnings.Add("inserts found a table full: raise the workload's insert capacity");
         return new RunRow(protocol.Name, workload.Name, workload.Describe(), options.Threads, result.MeasuredSeconds, result.Total.Commits,
-                          result.Throughput, result.AbortRate, result.Total.UserAborts, reasons,
+                          result.Throughput, result.AbortRate, result.Total.UserAborts, ByReason(result.Total.Aborts),
                           result.Total.LatencyPercentileMicros(50), result.Total.LatencyPercentileMicros(99),
-                          report?.Transactions ?? -1, report?.Anomalies.Count ?? -1,
-                          report?.Anomalies.FirstOrDefault() is { } a ? $"{a.Kind}: {a.Description}" : null, warnings, db.MemoryBytes,
-                          protocolReport.Shares, protocolReport.Detail);
+                          report?.Transactions ?? -1, report?.Anomalies.Count ?? -1, FirstAnomaly(report),
+                          Warnings(result.Warnings, result.Total.Aborts), db.MemoryBytes, protocolReport.Shares, protocolReport.Detail);
     }
+
+    /// <summary>A run's conflict aborts by reason, the reasons that occurred.</summary>
+    static Dictionary<string, long> ByReason(long[] aborts) =>
+        Enum.GetValues<AbortReason>().Where(r => r != AbortReason.None && aborts[(int)r] > 0).ToDictionary(r => r.ToString(), r => aborts[(int)r]);
+
+    /// <summary>The run's warnings, and one when inserts found a table full.</summary>
+    static List<string> Warnings(IEnumerable<string> run, long[] aborts)
+    {
+        var warnings = run.ToList();
+        if (aborts[(int)AbortReason.TableFull] > 0) warnings.Add("inserts found a table full: raise the workload's insert capacity");
+        return warnings;
+    }
+
+    static string? FirstAnomaly(SerializabilityChecker.Report? report) =>
+        report?.Anomalies.FirstOrDefault() is { } a ? $"{a.Kind}: {a.Description}" : null;
 
     /// <summary>
     /// As <see cref="RunOne"/>, through the front door a service uses: a <see cref="ContendEngine"/>
@@ -106,17 +115,15 @@ public static class Runner
         var total = new WorkerStats();
         foreach (var s in stats) total.Add(s);
         long conflicts = after.TotalAborts - before.TotalAborts;
-        var reasons = Enum.GetValues<AbortReason>().Where(r => r != AbortReason.None && after.Aborts[(int)r] > before.Aborts[(int)r])
-                          .ToDictionary(r => r.ToString(), r => after.Aborts[(int)r] - before.Aborts[(int)r]);
+        long[] aborts = after.Aborts.Zip(before.Aborts, (a, b) => a - b).ToArray(); // the measured window's
         SerializabilityChecker.Report? report = options.RecordHistory ? SerializabilityChecker.Check(engine.History()) : null;
         var protocolReport = descriptor.Report(engine.Protocol, options.Threads * (options.WarmupSeconds + measured));
         return new RunRow(engine.Protocol.Name, workload.Name, $"{workload.Describe()}; through ContendEngine, {callers} async callers",
                           options.Threads, measured, total.Commits, total.Commits / measured,
-                          conflicts / (double)Math.Max(1, total.Commits + total.UserAborts + conflicts), total.UserAborts, reasons,
+                          conflicts / (double)Math.Max(1, total.Commits + total.UserAborts + conflicts), total.UserAborts, ByReason(aborts),
                           total.LatencyPercentileMicros(50), total.LatencyPercentileMicros(99),
-                          report?.Transactions ?? -1, report?.Anomalies.Count ?? -1,
-                          report?.Anomalies.FirstOrDefault() is { } a ? $"{a.Kind}: {a.Description}" : null, [], tableBytes,
-                          protocolReport.Shares, protocolReport.Detail);
+                          report?.Transactions ?? -1, report?.Anomalies.Count ?? -1, FirstAnomaly(report),
+                          Warnings([], aborts), tableBytes, protocolReport.Shares, protocolReport.Detail);
     }
 
     public static string Table(IReadOnlyList<RunRow> rows)
