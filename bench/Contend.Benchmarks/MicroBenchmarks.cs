@@ -62,7 +62,7 @@ public class LookupBenchmarks
     }
 
     [GlobalCleanup]
-    public void Cleanup() => _table.Dispose();
+    public void Cleanup() => _table.Free();
 
     [Benchmark(Description = "index lookup, uniform key")]
     public int Lookup() => _table.Find((long)(Rng.Next(ref _rng) % (ulong)Rows));

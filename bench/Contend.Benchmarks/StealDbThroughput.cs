@@ -25,7 +25,7 @@ public class StealDbThroughput : ThroughputBenchmark
 
     protected override string ProtocolName => Protocol;
 
-    protected override IWorkload CreateWorkload() => new StealDbMicro(32, 100_000, 32, Hot);
+    private protected override IWorkload CreateWorkload() => new StealDbMicro(32, 100_000, 32, Hot);
 
     [Benchmark(OperationsPerInvoke = PerWorker * Workers)]
     public long Transactions() => Run(PerWorker);

@@ -23,7 +23,7 @@ public abstract class ThroughputBenchmark
 
     protected abstract string ProtocolName { get; }
 
-    protected abstract IWorkload CreateWorkload();
+    private protected abstract IWorkload CreateWorkload();
 
     [GlobalSetup]
     public void Setup()

@@ -23,7 +23,7 @@ public class YcsbThroughput : ThroughputBenchmark
 
     protected override string ProtocolName => Protocol;
 
-    protected override IWorkload CreateWorkload() => new Ycsb(Rows, 16, 0.5, Theta);
+    private protected override IWorkload CreateWorkload() => new Ycsb(Rows, 16, 0.5, Theta);
 
     [Benchmark(OperationsPerInvoke = PerWorker * Workers)]
     public long Transactions() => Run(PerWorker);

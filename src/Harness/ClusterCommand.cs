@@ -19,7 +19,7 @@ namespace Contend.Harness;
 /// </summary>
 /// <remarks>Decision: <c>contend run --partitions</c>, as issue 33 names it, already means
 /// YCSB's key ranges (Strife's study), so the cluster's knobs live in a command of their own.</remarks>
-public static class ClusterCommand
+internal static class ClusterCommand
 {
     public static Command Create()
     {

@@ -10,15 +10,15 @@ using Contend.Engine.Storage;
 namespace Contend.Harness;
 
 /// <summary>Bad input: exit code 2 and one line naming the problem.</summary>
-public sealed class UsageException(string message) : Exception(message);
+internal sealed class UsageException(string message) : Exception(message);
 
-public sealed record RunRow(string Protocol, string Workload, string Config, int Threads, double Seconds, long Commits,
+internal sealed record RunRow(string Protocol, string Workload, string Config, int Threads, double Seconds, long Commits,
                             double Throughput, double AbortRate, long UserAborts, IReadOnlyDictionary<string, long> AbortsByReason,
                             double P50Micros, double P99Micros, int CheckedTransactions, int Anomalies, string? FirstAnomaly,
                             IReadOnlyList<string> Warnings, long TableBytes, IReadOnlyDictionary<string, double> Shares, string? Detail);
 
 /// <summary>Runs one protocol over one freshly loaded workload, and checks its history when asked.</summary>
-public static class Runner
+internal static class Runner
 {
     /// <param name="protocolOptions">the protocol's knobs (<see cref="ProtocolDescriptor.OptionsType"/>); null: its defaults</param>
     public static RunRow RunOne(string protocolName, Func<IWorkload> makeWorkload, RunOptions options, Action<double>? progress = null,

@@ -5,7 +5,7 @@ using Contend.Harness.Workloads;
 namespace Contend.Harness;
 
 /// <summary>The workloads' knobs as command-line options, and a factory per workload name.</summary>
-public sealed class WorkloadKnobs
+internal sealed class WorkloadKnobs
 {
     public static readonly string[] Workloads = ["ycsb", "stealdb", "tpcc"];
 

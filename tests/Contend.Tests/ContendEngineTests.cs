@@ -238,6 +238,7 @@ public class ContendEngineTests
     public void BadOptionsAndArgumentsAreRefusedByName()
     {
         var (db, transfer, _) = Bank();
+        Assert.Contains("BrokenEarlyRelease is the history checker's control and not serializable", Assert.Throws<ArgumentException>(() => new ContendEngine(db, Options(ProtocolRegistry.BrokenControl))).Message);
         Assert.Contains("unknown protocol 'Nope'", Assert.Throws<ArgumentException>(() => new ContendEngine(db, Options("Nope"))).Message);
         Assert.Contains("EngineOptions.Workers 0", Assert.Throws<ArgumentOutOfRangeException>(() => new ContendEngine(db, Options("NoWait", workers: 0))).Message);
         Assert.Contains("EngineOptions.QueueCapacity 0", Assert.Throws<ArgumentOutOfRangeException>(() => new ContendEngine(db, Options("NoWait") with { QueueCapacity = 0 })).Message);

@@ -27,11 +27,11 @@ public class StealDbTests
     }
 
     [Theory]
-    [InlineData(StealPolicy.Queue)]
-    [InlineData(StealPolicy.Basic)]
-    public void StealsWithoutViolatingTheSpecsInvariants(StealPolicy policy)
+    [InlineData(nameof(StealPolicy.Queue))]
+    [InlineData(nameof(StealPolicy.Basic))]
+    public void StealsWithoutViolatingTheSpecsInvariants(string policy)
     {
-        var (result, protocol, audit) = Run(policy);
+        var (result, protocol, audit) = Run(Enum.Parse<StealPolicy>(policy));
         Assert.Empty(audit.Violations);
         Assert.True(result.Total.Commits > 0, "no transaction committed");
         Assert.True(audit.Takes > 0, "no steal context was ever taken");

@@ -13,7 +13,7 @@ public class StorageTests
         // Strife's pre-processing prefetches every key it is about to look up, present or not,
         // with and without stamps, and its cluster phase every row it is about to run on: the
         // hints must touch nothing a lookup or a read sees.
-        using var table = new Table("t", 0, payloadSize: 8, capacity: 64);
+        var table = new Table("t", 0, payloadSize: 8, capacity: 64);
         for (long key = 0; key < 48; key++) table.Load(key * 3);
         foreach (bool stamps in new[] { false, true })
         {
@@ -38,7 +38,7 @@ public class StorageTests
     [Fact]
     public unsafe void RowsAreCacheLineAlignedAndFoundByKey()
     {
-        using var table = new Table("t", 0, payloadSize: 100, capacity: 1000);
+        var table = new Table("t", 0, payloadSize: 100, capacity: 1000);
         Assert.Equal(128, table.Stride);
         for (long key = 0; key < 1000; key++) table.Load(key * 7919);
         for (long key = 0; key < 1000; key++)
@@ -58,7 +58,7 @@ public class StorageTests
         // one that does not: keys alike in their low 32 bits (and negative keys, all wide) must
         // each find their own row, and a wide key must not match a narrow one's slot.
         long[] keys = [7, 7 + (1L << 32), 7 - (1L << 32), -1, uint.MaxValue, (long)uint.MaxValue + 1, long.MinValue, long.MaxValue, 1L << 40];
-        using var table = new Table("t", 0, payloadSize: 8, capacity: 2 * keys.Length);
+        var table = new Table("t", 0, payloadSize: 8, capacity: 2 * keys.Length);
         table.EnsureStamps();
         for (int i = 0; i < keys.Length; i++) Assert.Equal(i, table.Load(keys[i]));
         for (int i = 0; i < keys.Length; i++)
@@ -76,7 +76,7 @@ public class StorageTests
     [Fact]
     public void FullTableAndDuplicateKeysAreRefused()
     {
-        using var table = new Table("t", 0, 8, 2);
+        var table = new Table("t", 0, 8, 2);
         table.Load(5);
         Assert.Throws<InvalidOperationException>(() => table.Load(5));
         Assert.Equal(-1, table.Allocate(6)); // the refused duplicate took the second row

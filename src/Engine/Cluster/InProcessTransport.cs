@@ -14,7 +14,7 @@ namespace Contend.Engine.Cluster;
 /// thread, keeps that order fixed. Sends on one link from several threads are serialised by a
 /// lock on the link, so the stream stays consistent, but their order is the threads'.
 /// </remarks>
-public sealed class InProcessTransport : ITransport
+internal sealed class InProcessTransport : ITransport
 {
     readonly TimeProvider _time;
     readonly NetworkFaults _faults;

@@ -2,7 +2,7 @@ namespace Contend.Engine.Cluster;
 
 /// <summary>Which partition holds a key. The same answer on every node, at every time
 /// (moving records between partitions is not modelled).</summary>
-public interface IPartitionMap
+internal interface IPartitionMap
 {
     int Partitions { get; }
 
@@ -15,7 +15,7 @@ public interface IPartitionMap
 }
 
 /// <summary>Keys spread by a hash of the key alone, so a key has one partition whatever its table.</summary>
-public sealed class HashPartitionMap : IPartitionMap
+internal sealed class HashPartitionMap : IPartitionMap
 {
     public int Partitions { get; }
 
@@ -40,7 +40,7 @@ public sealed class HashPartitionMap : IPartitionMap
 /// <c>bounds[i]</c>, and the last partition every key from the last bound up. Workloads
 /// whose keys start with a warehouse or a region in their high bits split by it this way.
 /// </summary>
-public sealed class RangePartitionMap : IPartitionMap
+internal sealed class RangePartitionMap : IPartitionMap
 {
     readonly long[] _bounds;
 
@@ -71,7 +71,7 @@ public sealed class RangePartitionMap : IPartitionMap
 /// the records one transaction touches together share a partition), and another map for
 /// every record the table does not name. Filled before the run; read-only once it starts.
 /// </summary>
-public sealed class LookupPartitionMap(IPartitionMap otherwise) : IPartitionMap
+internal sealed class LookupPartitionMap(IPartitionMap otherwise) : IPartitionMap
 {
     readonly Dictionary<(int Table, long Key), int> _placed = new();
 

@@ -11,7 +11,7 @@ namespace Contend.Engine.Cluster;
 /// of FoundationDB's simulator and TigerBeetle's VOPR).
 /// </summary>
 /// <remarks>Not thread-safe: one thread drives a simulation, and every callback runs on it.</remarks>
-public sealed class SimulatedTime : TimeProvider
+internal sealed class SimulatedTime : TimeProvider
 {
     /// <summary>Pending firings; a firing whose timer has been changed or disposed since is skipped.</summary>
     readonly PriorityQueue<(Timer Timer, long Generation), (long Due, long Sequence)> _queue = new();

@@ -11,7 +11,7 @@ namespace Contend.Engine.Cluster;
 /// two copies of a partition share a node. A node id is 8 bits of every transaction id
 /// (<see cref="ClusterTxnId"/>), hence the limit.
 /// </remarks>
-public sealed class ClusterTopology
+internal sealed class ClusterTopology
 {
     public const int MaxNodes = 256;
     /// <summary>A partition's number is 7 bits of a merged history's row key (<see cref="History.HistoryRecorder.PartitionRowKey"/>).</summary>
@@ -64,7 +64,7 @@ public sealed class ClusterTopology
 /// Unique in the cluster without any shared counter, positive (Silo's lock bit stays clear
 /// in a version), and never 0 (the loaded value's version): attempts count from 1.
 /// </summary>
-public static class ClusterTxnId
+internal static class ClusterTxnId
 {
     public const int MaxSlots = 256;
 

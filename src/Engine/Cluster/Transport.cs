@@ -2,7 +2,7 @@ namespace Contend.Engine.Cluster;
 
 /// <summary>One message on its way from one node to another. The message is a typed record
 /// of the protocol that sent it; the transport never looks inside.</summary>
-public readonly record struct Envelope(int From, int To, object Message);
+internal readonly record struct Envelope(int From, int To, object Message);
 
 /// <summary>
 /// How nodes exchange messages: unordered, unreliable, asynchronous. A protocol must survive
@@ -10,7 +10,7 @@ public readonly record struct Envelope(int From, int To, object Message);
 /// (<see cref="InProcessTransport"/>) injects those faults from a seed; a transport between
 /// processes implements the same interface and meets them for real.
 /// </summary>
-public interface ITransport
+internal interface ITransport
 {
     /// <summary>Where messages to <paramref name="node"/> are delivered; one receiver a node,
     /// set before the first message to it is sent.</summary>
@@ -26,7 +26,7 @@ public interface ITransport
 /// <param name="Drop">probability that a message is lost</param>
 /// <param name="Duplicate">probability that a delivered message is delivered twice, each copy with its own delay</param>
 /// <param name="Reorder">probability that a message is held back behind later ones</param>
-public sealed record LinkFaults(TimeSpan MinDelay, TimeSpan MaxDelay, double Drop = 0, double Duplicate = 0, double Reorder = 0)
+internal sealed record LinkFaults(TimeSpan MinDelay, TimeSpan MaxDelay, double Drop = 0, double Duplicate = 0, double Reorder = 0)
 {
     /// <summary>A perfect link: every message delivered once, at once (in order of sending).</summary>
     public static LinkFaults None { get; } = new(TimeSpan.Zero, TimeSpan.Zero);
@@ -44,7 +44,7 @@ public sealed record LinkFaults(TimeSpan MinDelay, TimeSpan MaxDelay, double Dro
 
 /// <summary>A directed link down for a while: every message sent on it meanwhile is lost.</summary>
 /// <param name="At">virtual or real time since the transport started</param>
-public sealed record LinkCut(int From, int To, TimeSpan At, TimeSpan For);
+internal sealed record LinkCut(int From, int To, TimeSpan At, TimeSpan For);
 
 /// <summary>
 /// The faults of a whole network, as data: every link's behaviour (<see cref="Links"/> where
@@ -53,7 +53,7 @@ public sealed record LinkCut(int From, int To, TimeSpan At, TimeSpan For);
 /// take <see cref="Local"/>. Together with the seed this is everything a failing run needs to
 /// replay.
 /// </summary>
-public sealed record NetworkFaults(LinkFaults Default)
+internal sealed record NetworkFaults(LinkFaults Default)
 {
     /// <summary>A hand-off within a node: never lost, and not free, so that a simulation whose
     /// transactions are all local still moves time forward.</summary>

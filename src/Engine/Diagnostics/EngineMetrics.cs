@@ -1,4 +1,5 @@
 using System.Diagnostics.Metrics;
+using System.Runtime.CompilerServices;
 using Contend.Engine.Protocols;
 using Contend.Engine.Runtime;
 
@@ -20,24 +21,37 @@ namespace Contend.Engine.Diagnostics;
 /// <c>contend.strife.transactions.residual</c> (batches analysed, and the transactions their
 /// analyses left to the residual phase)</item>
 /// </list>
+/// One instance per meter: <see cref="Default"/>, a meter of its own for the harness's runs and
+/// engines made without a meter factory, or <see cref="For"/> a host's <see cref="IMeterFactory"/>
+/// (the hosting package passes it), so that a host's meters and their lifetime are its own.
 /// The transaction counters count what each run reports: a worker's counts from the moment it
 /// starts measuring (after the warm-up), which is also when it restarts them
 /// (<see cref="WorkerStats.Reset"/>); a worker still warming up adds nothing, so the counters
 /// never go down. A run's counts stay in them after it ends.
 /// </summary>
-public static class EngineMetrics
+internal sealed class EngineMetrics
 {
-    public const string MeterName = "Contend.Engine";
+    public const string MeterName = ContendEngine.TelemetryName;
+    static readonly string? s_version = typeof(EngineMetrics).Assembly.GetName().Version?.ToString();
 
-    static readonly Meter s_meter = new(MeterName, typeof(EngineMetrics).Assembly.GetName().Version?.ToString());
-    static readonly object s_gate = new();
-    static readonly List<Tracked> s_live = [];
+    /// <summary>The metrics of runs and engines that were given no meter factory.</summary>
+    public static EngineMetrics Default { get; } = new(new Meter(MeterName, s_version));
+
+    static readonly ConditionalWeakTable<Meter, EngineMetrics> s_byMeter = new();
+
+    /// <summary>The metrics on <paramref name="factory"/>'s meter <see cref="MeterName"/>: one set
+    /// of instruments per meter, however many engines share it.</summary>
+    public static EngineMetrics For(IMeterFactory factory) =>
+        s_byMeter.GetValue(factory.Create(new MeterOptions(MeterName) { Version = s_version }), meter => new EngineMetrics(meter));
+
+    readonly object _gate = new();
+    readonly List<Tracked> _live = [];
     /// <summary>The final counts of ended runs, per protocol and workload.</summary>
-    static readonly Dictionary<(string Protocol, string Workload), WorkerStats> s_ended = [];
+    readonly Dictionary<(string Protocol, string Workload), WorkerStats> _ended = [];
     static readonly AbortReason[] s_reasons = Enum.GetValues<AbortReason>().Where(r => r != AbortReason.None).ToArray();
 
     /// <summary>The protocols' own counters of ended runs, per instrument and protocol name.</summary>
-    static readonly Dictionary<(string Instrument, string Protocol), long> s_endedProtocol = [];
+    readonly Dictionary<(string Instrument, string Protocol), long> _endedProtocol = [];
 
     /// <param name="Baseline">the protocol's own counters when the run began: an instance
     /// may serve several runs, and each run adds only what it counted</param>
@@ -50,60 +64,66 @@ public static class EngineMetrics
             ? descriptor.Counters.Select(c => (c.Instrument, c.Read(protocol))).ToArray()
             : [];
 
-    static EngineMetrics()
+    EngineMetrics(Meter meter)
     {
-        s_meter.CreateObservableCounter("contend.transactions.committed", Committed, "{transaction}",
+        meter.CreateObservableCounter("contend.transactions.committed", Committed, "{transaction}",
                                         "transactions committed, counted from each run's measured phase");
-        s_meter.CreateObservableCounter("contend.transactions.aborted", Aborted, "{transaction}",
+        meter.CreateObservableCounter("contend.transactions.aborted", Aborted, "{transaction}",
                                         "attempts aborted, by reason, counted from each run's measured phase");
         // Protocols that share code may share a counter (StealDB's three policies): one instrument each.
         foreach (var counter in ProtocolRegistry.Descriptors.SelectMany(d => d.Counters).DistinctBy(c => c.Instrument))
-            s_meter.CreateObservableCounter(counter.Instrument, () => ProtocolMeasurements(counter.Instrument), counter.Unit, counter.Description);
+            meter.CreateObservableCounter(counter.Instrument, () => ProtocolMeasurements(counter.Instrument), counter.Unit, counter.Description);
     }
 
     /// <summary>Tracks a run's workers until the returned handle is disposed; then their final
     /// counts join the ended runs'. <see cref="WorkerPool"/> calls it for every run, and
     /// <see cref="Runtime.ContendEngine"/> for its workers.</summary>
-    public static IDisposable Track(IProtocol protocol, string workload, WorkerStats[] workers)
+    public IDisposable Track(IProtocol protocol, string workload, WorkerStats[] workers)
     {
         var tracked = new Tracked(protocol, workload, workers, ProtocolCounters(protocol));
-        lock (s_gate) s_live.Add(tracked);
-        return new Handle(tracked);
+        lock (_gate) _live.Add(tracked);
+        return new Handle(this, tracked);
     }
 
-    sealed class Handle(Tracked tracked) : IDisposable
+    sealed class Handle(EngineMetrics metrics, Tracked tracked) : IDisposable
     {
         int _disposed;
 
         public void Dispose()
         {
             if (Interlocked.Exchange(ref _disposed, 1) != 0) return;
-            lock (s_gate)
-            {
-                s_live.Remove(tracked);
-                var key = (tracked.Protocol.Name, tracked.Workload);
-                if (!s_ended.TryGetValue(key, out var sum)) s_ended[key] = sum = new WorkerStats();
-                foreach (var w in tracked.Workers)
-                    if (w.Measuring) sum.Add(w);
-                foreach (var (instrument, count) in Counted(tracked))
-                    s_endedProtocol[(instrument, tracked.Protocol.Name)] = s_endedProtocol.GetValueOrDefault((instrument, tracked.Protocol.Name)) + count;
-            }
+            metrics.End(tracked);
+        }
+    }
+
+    /// <summary>A run's final counts join the ended runs'.</summary>
+    void End(Tracked tracked)
+    {
+        lock (_gate)
+        {
+            _live.Remove(tracked);
+            var key = (tracked.Protocol.Name, tracked.Workload);
+            if (!_ended.TryGetValue(key, out var sum)) _ended[key] = sum = new WorkerStats();
+            foreach (var w in tracked.Workers)
+                if (w.Measuring) sum.Add(w);
+            foreach (var (instrument, count) in Counted(tracked))
+                _endedProtocol[(instrument, tracked.Protocol.Name)] = _endedProtocol.GetValueOrDefault((instrument, tracked.Protocol.Name)) + count;
         }
     }
 
     /// <summary>Per protocol and workload: the ended runs' counts plus each live run's measuring
     /// workers' counts so far. Called by a listener's collection, under the gate, so that a run
     /// moves from live to ended between two readings, never during one.</summary>
-    static Dictionary<(string Protocol, string Workload), WorkerStats> Snapshot()
+    Dictionary<(string Protocol, string Workload), WorkerStats> Snapshot()
     {
         var sums = new Dictionary<(string, string), WorkerStats>();
-        foreach (var (key, ended) in s_ended)
+        foreach (var (key, ended) in _ended)
         {
             var copy = new WorkerStats();
             copy.Add(ended);
             sums[key] = copy;
         }
-        foreach (var t in s_live)
+        foreach (var t in _live)
         {
             var key = (t.Protocol.Name, t.Workload);
             if (!sums.TryGetValue(key, out var sum)) sums[key] = sum = new WorkerStats();
@@ -113,15 +133,15 @@ public static class EngineMetrics
         return sums;
     }
 
-    static IEnumerable<Measurement<long>> Committed()
+    IEnumerable<Measurement<long>> Committed()
     {
-        lock (s_gate)
+        lock (_gate)
             return Snapshot().Select(e => new Measurement<long>(e.Value.Commits, Tags(e.Key))).ToList();
     }
 
-    static IEnumerable<Measurement<long>> Aborted()
+    IEnumerable<Measurement<long>> Aborted()
     {
-        lock (s_gate)
+        lock (_gate)
             return Snapshot().SelectMany(e => s_reasons.Where(r => e.Value.Aborts[(int)r] > 0).Select(r =>
                 new Measurement<long>(e.Value.Aborts[(int)r], [.. Tags(e.Key), new("reason", r.ToString())]))).ToList();
     }
@@ -133,12 +153,12 @@ public static class EngineMetrics
     static IEnumerable<(string Instrument, long Count)> Counted(Tracked t) =>
         ProtocolCounters(t.Protocol).Zip(t.Baseline, (now, then) => (now.Instrument, now.Value - then.Value));
 
-    static IEnumerable<Measurement<long>> ProtocolMeasurements(string instrument)
+    IEnumerable<Measurement<long>> ProtocolMeasurements(string instrument)
     {
-        lock (s_gate)
+        lock (_gate)
         {
-            var sums = s_endedProtocol.Where(e => e.Key.Instrument == instrument).ToDictionary(e => e.Key.Protocol, e => e.Value);
-            foreach (var t in s_live)
+            var sums = _endedProtocol.Where(e => e.Key.Instrument == instrument).ToDictionary(e => e.Key.Protocol, e => e.Value);
+            foreach (var t in _live)
                 foreach (var (name, count) in Counted(t))
                     if (name == instrument) sums[t.Protocol.Name] = sums.GetValueOrDefault(t.Protocol.Name) + count;
             return sums.Select(e => new Measurement<long>(e.Value, new KeyValuePair<string, object?>("protocol", e.Key))).ToList();

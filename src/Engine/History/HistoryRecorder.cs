@@ -6,8 +6,13 @@ namespace Contend.Engine.History;
 /// <param name="Row">table id in the high 24 bits, row in the low 40</param>
 /// <param name="Version">for a read, the version seen; for a write, the version it overwrote
 /// (<see cref="HistoryRecorder.NewRow"/> for an insert)</param>
+/// <param name="IsWrite">true for a write or an insert</param>
 public readonly record struct Access(long Row, long Version, bool IsWrite);
 
+/// <summary>One committed transaction of a recorded history (<see cref="Runtime.ContendEngine.History"/>).</summary>
+/// <param name="Id">its id: a version its writes installed carries it</param>
+/// <param name="TxnProgram">its program's name</param>
+/// <param name="Accesses">every row it read or wrote, in no particular order</param>
 public sealed record CommittedTxn(long Id, string TxnProgram, Access[] Accesses);
 
 /// <summary>
@@ -15,7 +20,7 @@ public sealed record CommittedTxn(long Id, string TxnProgram, Access[] Accesses)
 /// writes (which version it overwrote; the version it installs is its own id). Turned on
 /// per run; when off, protocols skip it with one null check per commit.
 /// </summary>
-public sealed class HistoryRecorder
+internal sealed class HistoryRecorder
 {
     public const long NewRow = -1;
 

@@ -1,5 +1,6 @@
 namespace Contend.Engine.History;
 
+/// <summary>A dependency of the direct serialization graph, from the transaction that must come first.</summary>
 public enum EdgeKind : byte
 {
     /// <summary>ww: the target overwrote the source's version.</summary>
@@ -10,6 +11,12 @@ public enum EdgeKind : byte
     ReadWrite,
 }
 
+/// <summary>An edge of the direct serialization graph: <paramref name="To"/> depends on
+/// <paramref name="From"/> through <paramref name="Row"/>.</summary>
+/// <param name="From">the transaction that must come first</param>
+/// <param name="To">the transaction that must come after it</param>
+/// <param name="Kind">what <paramref name="To"/> did to the row after <paramref name="From"/></param>
+/// <param name="Row">the row, as <see cref="SerializabilityChecker.RowName"/> names it</param>
 public readonly record struct Edge(long From, long To, EdgeKind Kind, long Row);
 
 /// <summary>One anomaly: a cycle of the direct serialization graph, or a history no
@@ -26,11 +33,19 @@ public sealed record Anomaly(string Kind, string Description, IReadOnlyList<Edge
 /// </summary>
 public static class SerializabilityChecker
 {
+    /// <summary>What <see cref="Check"/> found.</summary>
+    /// <param name="Transactions">committed transactions checked</param>
+    /// <param name="Edges">edges of the graph built</param>
+    /// <param name="Anomalies">the anomalies described (at most the number asked for)</param>
     public sealed record Report(int Transactions, long Edges, IReadOnlyList<Anomaly> Anomalies)
     {
+        /// <summary>True when no anomaly was found: the history has a serial equivalent.</summary>
         public bool Serializable => Anomalies.Count == 0;
     }
 
+    /// <summary>Builds the direct serialization graph of <paramref name="history"/> and reports
+    /// its cycles and the versions no serial execution could have read.</summary>
+    /// <param name="history">every committed transaction of a run (<see cref="Runtime.ContendEngine.History"/>)</param>
     /// <param name="maxReported">cycles beyond this many are counted in the SCCs but not described</param>
     public static Report Check(IReadOnlyList<CommittedTxn> history, int maxReported = 5)
     {
@@ -145,6 +160,7 @@ public static class SerializabilityChecker
     /// <summary>A transaction id as worker.attempt, the way TxnContext builds it.</summary>
     public static string Txn(long id) => id == 0 ? "load" : $"w{id & 0xFF}.{id >> 8}";
 
+    /// <summary>A row id (<see cref="Access.Row"/>) in words: partition, table and row.</summary>
     public static string RowName(long row) =>
         (row >> 56 == 0 ? "" : $"partition {(row >> 56) - 1} ") + $"table {(row >> 40) & 0xFFFF} row {row & ((1L << 40) - 1)}";
 

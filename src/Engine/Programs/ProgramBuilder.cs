@@ -35,9 +35,20 @@ public sealed class ProgramBuilder(string name, Database db, int argCount)
     readonly List<Draft> _drafts = new();
     bool _bodiesMayAbort = true;
 
+    /// <summary>An op that reads the row of <paramref name="table"/> with the key
+    /// <paramref name="key"/> gives; its body's result is the op's result, which later ops'
+    /// keys and bodies see. A missing key aborts the transaction (<see cref="Protocols.AbortReason.User"/>).</summary>
+    /// <param name="op">the op's name, unique in the program; later ops name it to depend on it</param>
+    /// <param name="table">the table's name</param>
+    /// <param name="key">where the key comes from</param>
+    /// <param name="body">reads the row's payload, returns the op's result or <see cref="TxnProgram.UserAbort"/></param>
+    /// <param name="valueDeps">ops whose results the body reads</param>
     public ProgramBuilder Read(string op, string table, KeySource key, OpBody body, params string[] valueDeps) =>
         Add(new Draft(op, table, AccessMode.Read, -1, key, valueDeps, body));
 
+    /// <summary>An op that writes the row with the key <paramref name="key"/> gives: its body
+    /// changes the payload in place (undone if the transaction aborts).</summary>
+    /// <inheritdoc cref="Read" path="/param"/>
     public ProgramBuilder Write(string op, string table, KeySource key, OpBody body, params string[] valueDeps) =>
         Add(new Draft(op, table, AccessMode.Write, -1, key, valueDeps, body));
 
@@ -45,6 +56,10 @@ public sealed class ProgramBuilder(string name, Database db, int argCount)
     public ProgramBuilder ReadOrWrite(string op, string table, KeySource key, int modeArg, OpBody readBody, OpBody writeBody, params string[] valueDeps) =>
         Add(new Draft(op, table, AccessMode.ReadOrWrite, modeArg, key, valueDeps, readBody, writeBody));
 
+    /// <summary>An op that inserts a row with the key <paramref name="key"/> gives, its body
+    /// filling the new payload; the row is visible once the transaction commits. A key already in
+    /// the table ends the transaction <see cref="Protocols.AbortReason.DuplicateKey"/>.</summary>
+    /// <inheritdoc cref="Read" path="/param"/>
     public ProgramBuilder Insert(string op, string table, KeySource key, OpBody body, params string[] valueDeps) =>
         Add(new Draft(op, table, AccessMode.Insert, -1, key, valueDeps, body));
 
@@ -64,6 +79,8 @@ public sealed class ProgramBuilder(string name, Database db, int argCount)
         return this;
     }
 
+    /// <summary>Checks the ops (tables, names, dependencies, no cycle) and makes the program.</summary>
+    /// <exception cref="ProgramException">what is wrong, naming the program and the op</exception>
     public TxnProgram Build()
     {
         if (_drafts.Count == 0) throw new ProgramException($"program {name}: has no ops");

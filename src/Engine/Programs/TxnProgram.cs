@@ -2,7 +2,7 @@ using Contend.Engine.Storage;
 
 namespace Contend.Engine.Programs;
 
-public enum AccessMode : byte
+internal enum AccessMode : byte
 {
     Read,
     Write,
@@ -23,7 +23,7 @@ public delegate long KeyFunction(ReadOnlySpan<long> args, ReadOnlySpan<long> res
 public delegate long OpBody(Span<byte> row, ReadOnlySpan<long> args, ReadOnlySpan<long> results);
 
 /// <summary>One operation of a program: a node of its DAG.</summary>
-public sealed class Op
+internal sealed class Op
 {
     public required string Name { get; init; }
     public required int Index { get; init; }
@@ -64,27 +64,29 @@ public sealed class TxnProgram
     /// <summary>A body's result that aborts the transaction by its own logic.</summary>
     public const long UserAbort = long.MinValue;
 
+    /// <summary>The name it was built with, in outcomes, errors and histories.</summary>
     public string Name { get; }
-    public Op[] Ops { get; }
+    internal Op[] Ops { get; }
     /// <summary>A topological order of the DAG, by op index where the DAG leaves a choice.</summary>
-    public int[] Order { get; }
+    internal int[] Order { get; }
+    /// <summary>How many arguments a call passes (<see cref="Runtime.ContendEngine.ExecuteAsync(TxnProgram, ReadOnlySpan{long}, CancellationToken)"/>).</summary>
     public int ArgCount { get; }
     /// <summary>True when the key of some row the program reads or writes depends on an earlier
     /// op's result, so the rows to lock are not known up front (inserted keys do not count:
     /// nothing locks a row that does not exist yet).</summary>
-    public bool HasKeyDependencies { get; }
+    internal bool HasKeyDependencies { get; }
     /// <summary>Dependents[i]: the ops that depend on op i (by key or value), each once, in index order.</summary>
-    public int[][] Dependents { get; }
+    internal int[][] Dependents { get; }
     /// <summary>DependencyCount[i]: how many distinct ops op i depends on.</summary>
-    public int[] DependencyCount { get; }
+    internal int[] DependencyCount { get; }
     /// <summary>The ops that depend on nothing, in index order.</summary>
-    public int[] Roots { get; }
+    internal int[] Roots { get; }
     /// <summary>False when the program was built declaring that no body returns
     /// <see cref="UserAbort"/> (<see cref="ProgramBuilder.BodiesNeverAbort"/>): a protocol that
     /// can rule out every other abort may then write rows without keeping their before-images.</summary>
-    public bool BodiesMayAbort { get; }
+    internal bool BodiesMayAbort { get; }
     /// <summary>The insert ops in <see cref="Order"/>: the order in which the op loop collects them.</summary>
-    public int[] InsertsInOrder { get; }
+    internal int[] InsertsInOrder { get; }
 
     /// <summary>The database whose schema the program was built against: its ops name that
     /// database's tables by id, so an engine over another refuses it.</summary>
@@ -108,7 +110,7 @@ public sealed class TxnProgram
 
     /// <summary>Runs op <paramref name="op"/>'s body; a body that aborts against the program's
     /// declaration is a bug in the program, and throws rather than leave a half-written row.</summary>
-    public long RunBody(Op op, bool write, Span<byte> row, ReadOnlySpan<long> args, ReadOnlySpan<long> results)
+    internal long RunBody(Op op, bool write, Span<byte> row, ReadOnlySpan<long> args, ReadOnlySpan<long> results)
     {
         long result = op.BodyFor(write)(row, args, results);
         if (result == UserAbort && !BodiesMayAbort)
@@ -116,5 +118,6 @@ public sealed class TxnProgram
         return result;
     }
 
+    /// <summary>The program's name.</summary>
     public override string ToString() => Name;
 }

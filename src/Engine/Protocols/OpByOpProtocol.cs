@@ -18,7 +18,7 @@ namespace Contend.Engine.Protocols;
 /// <see cref="Abort"/> undoes whatever the attempt did, from any point of it. A coordinator
 /// across partitions drives the same three steps on each partition's participant.
 /// </remarks>
-public abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtocol
+internal abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtocol
 {
     protected readonly Database Db = setup.Database;
     readonly MutantFlag _prepareOutsideUndo = new(setup.Mutants, OpByOpMutants.PrepareOutsideUndo);

@@ -5,11 +5,21 @@ using Contend.Engine.Storage;
 
 namespace Contend.Engine.Protocols;
 
-public enum Outcome : byte { Committed, UserAborted, Aborted }
+/// <summary>How a transaction, or one attempt of it, ended.</summary>
+public enum Outcome : byte
+{
+    /// <summary>It committed: its writes are in place and visible.</summary>
+    Committed,
+    /// <summary>Its program's logic or input ended it (<see cref="AbortReason"/> says which): nothing of it was written, and a retry would end the same way.</summary>
+    UserAborted,
+    /// <summary>An attempt lost a conflict with another transaction; the engine retries it.</summary>
+    Aborted,
+}
 
 /// <summary>Why an attempt aborted. The counters and the run summary use these names.</summary>
 public enum AbortReason : byte
 {
+    /// <summary>No abort: the attempt committed.</summary>
     None,
     /// <summary>NoWait: the lock was held (and Silo's prepare across partitions, which does not wait for one).</summary>
     LockBusy,
@@ -32,7 +42,7 @@ public enum AbortReason : byte
     NoReply,
 }
 
-public static class AbortReasons
+internal static class AbortReasons
 {
     /// <summary>True for an abort the program's logic or its input caused, which a retry would
     /// meet again: the transaction ends <see cref="Outcome.UserAborted"/>, not retried.</summary>
@@ -43,10 +53,15 @@ public static class AbortReasons
     public static Outcome OutcomeOf(AbortReason reason) => reason.IsFinal() ? Outcome.UserAborted : Outcome.Aborted;
 }
 
+/// <param name="Program">the transaction's program</param>
+/// <param name="Op">the insert op</param>
+/// <param name="Table">the table</param>
+/// <param name="Key">the key already there</param>
 /// <summary>An insert refused because its key is in the table already: ordinary bad input, which
 /// ends the transaction <see cref="Outcome.UserAborted"/> with nothing of it written.</summary>
 public sealed record DuplicateKey(string Program, string Op, string Table, long Key)
 {
+    /// <summary>The insert refused, in words.</summary>
     public override string ToString() => $"program {Program}, op {Op}: key {Key} is already in table {Table}";
 }
 
@@ -54,13 +69,14 @@ public sealed record DuplicateKey(string Program, string Op, string Table, long 
 /// raised instead.</summary>
 public sealed class DuplicateKeyException(DuplicateKey duplicate, string why) : InvalidOperationException($"{duplicate}: {why}")
 {
+    /// <summary>The insert refused.</summary>
     public DuplicateKey Duplicate { get; } = duplicate;
 }
 
 /// <summary>A participant's answer to prepare: yes (it can commit whatever the others do, and
 /// keeps what it holds until told), or no with the reason, and then it has undone nothing yet:
 /// the coordinator's abort does that.</summary>
-public readonly record struct Vote(AbortReason Reason)
+internal readonly record struct Vote(AbortReason Reason)
 {
     public static Vote Yes => default;
     public bool IsYes => Reason == AbortReason.None;
@@ -68,7 +84,7 @@ public readonly record struct Vote(AbortReason Reason)
 
 /// <summary>What every protocol is: a name the registry knows it by. A protocol is either
 /// an <see cref="ITransactionProtocol"/> or an <see cref="IBatchProtocol"/>.</summary>
-public interface IProtocol
+internal interface IProtocol
 {
     string Name { get; }
 }
@@ -78,7 +94,7 @@ public interface IProtocol
 /// worker. One instance serves every worker of a run; per-worker state lives in the
 /// <see cref="TxnContext"/>.
 /// </summary>
-public interface ITransactionProtocol : IProtocol
+internal interface ITransactionProtocol : IProtocol
 {
     Outcome Run(TxnContext ctx, out AbortReason reason);
 }
@@ -90,7 +106,7 @@ public interface ITransactionProtocol : IProtocol
 /// Every worker may return at a different time: the protocol must finish any batch it has
 /// started with whichever workers are left.
 /// </summary>
-public interface IBatchProtocol : IProtocol
+internal interface IBatchProtocol : IProtocol
 {
     void Work(BatchWorker worker);
 
@@ -102,7 +118,7 @@ public interface IBatchProtocol : IProtocol
 
 /// <summary>What a protocol is built from.</summary>
 /// <param name="Options">the protocol's knobs, of its descriptor's <see cref="ProtocolDescriptor.OptionsType"/>; null: its defaults</param>
-public sealed record ProtocolSetup(Database Database, int Workers, ProtocolOptions? Options = null)
+internal sealed record ProtocolSetup(Database Database, int Workers, ProtocolOptions? Options = null)
 {
     /// <summary>Broken protocol steps, for the tests that must catch them: a value of the
     /// protocol's own mutants enum or of <see cref="OpByOpMutants"/> (test builds only: see <see cref="MutantFlag"/>).</summary>

@@ -1,7 +1,7 @@
 namespace Contend.Engine.Protocols;
 
 /// <summary>How a protocol runs its transactions.</summary>
-public enum ProtocolKind
+internal enum ProtocolKind
 {
     /// <summary>One transaction to its end on the calling worker (<see cref="ITransactionProtocol"/>).</summary>
     PerTransaction,
@@ -15,7 +15,7 @@ public abstract record ProtocolOptions
 {
     /// <summary>Throws <see cref="ArgumentException"/>, naming the knob, when one is out of range
     /// for a run on <paramref name="workers"/> workers.</summary>
-    public abstract void Validate(int workers);
+    internal abstract void Validate(int workers);
 }
 
 /// <summary>A counter a protocol keeps of itself, published as an instrument of the engine's
@@ -23,11 +23,11 @@ public abstract record ProtocolOptions
 /// <param name="Instrument">the instrument's name, <c>contend.</c> first</param>
 /// <param name="Read">the protocol's count so far, monotonic over the instance's life; read while
 /// its workers run, a plain read of a word they bump (approximate, never torn)</param>
-public sealed record ProtocolCounter(string Instrument, string Unit, string Description, Func<IProtocol, long> Read);
+internal sealed record ProtocolCounter(string Instrument, string Unit, string Description, Func<IProtocol, long> Read);
 
 /// <summary>What a protocol tells of a run beyond the engine's counts: shares in [0, 1] by name
 /// (the columns of a study's results) and a line in words.</summary>
-public sealed record ProtocolReport(IReadOnlyDictionary<string, double> Shares, string? Detail)
+internal sealed record ProtocolReport(IReadOnlyDictionary<string, double> Shares, string? Detail)
 {
     public static readonly ProtocolReport None = new(new Dictionary<string, double>(), null);
 }
@@ -38,7 +38,7 @@ public sealed record ProtocolReport(IReadOnlyDictionary<string, double> Shares, 
 /// a run, and (test builds) the mutants it honours. A protocol is one folder that declares its
 /// descriptor and one line in <see cref="ProtocolRegistry"/>; nothing else names it.
 /// </summary>
-public sealed class ProtocolDescriptor
+internal sealed class ProtocolDescriptor
 {
     readonly Func<ProtocolSetup, IProtocol> _make;
     readonly Func<IProtocol, double, ProtocolReport>? _report;

@@ -20,29 +20,29 @@ public static class ProtocolRegistry
     ];
 
     /// <summary>A protocol that is not serializable, kept as the history checker's positive control.</summary>
-    public static string BrokenControl => Broken.EarlyRelease.Descriptor.Name;
+    internal static string BrokenControl => Broken.EarlyRelease.Descriptor.Name;
 
     /// <summary>Every protocol's descriptor, the control's included (<see cref="ProtocolDescriptor.Serializable"/>).</summary>
-    public static IReadOnlyList<ProtocolDescriptor> Descriptors => Known;
+    internal static IReadOnlyList<ProtocolDescriptor> Descriptors => Known;
 
-    /// <summary>The serializable protocols' names.</summary>
+    /// <summary>The names <see cref="Runtime.EngineOptions.Protocol"/> accepts: every serializable protocol's.</summary>
     public static IReadOnlyList<string> Names { get; } = Known.Where(d => d.Serializable).Select(d => d.Name).ToArray();
 
-    public static bool TryFind(string name, out ProtocolDescriptor descriptor)
+    internal static bool TryFind(string name, out ProtocolDescriptor descriptor)
     {
         descriptor = Array.Find(Known, d => string.Equals(d.Name, name, StringComparison.Ordinal))!;
         return descriptor is not null;
     }
 
     /// <summary>The descriptor of <paramref name="name"/>; <see cref="ArgumentException"/> naming the known ones if none.</summary>
-    public static ProtocolDescriptor Find(string name) =>
+    internal static ProtocolDescriptor Find(string name) =>
         TryFind(name, out var descriptor) ? descriptor : throw new ArgumentException(Unknown(name), nameof(name));
 
     /// <summary>The descriptor <paramref name="protocol"/> was built by.</summary>
-    public static ProtocolDescriptor Of(IProtocol protocol) => Find(protocol.Name);
+    internal static ProtocolDescriptor Of(IProtocol protocol) => Find(protocol.Name);
 
-    public static IProtocol Create(string name, ProtocolSetup setup) => Find(name).Create(setup);
+    internal static IProtocol Create(string name, ProtocolSetup setup) => Find(name).Create(setup);
 
     /// <summary>The one message for a name no protocol has.</summary>
-    public static string Unknown(string name) => $"unknown protocol '{name}' (known: {string.Join(", ", Names)}, and the control {BrokenControl})";
+    internal static string Unknown(string name) => $"unknown protocol '{name}' (known: {string.Join(", ", Names)}, and the control {BrokenControl})";
 }

@@ -3,7 +3,7 @@ using System.Runtime.InteropServices;
 namespace Contend.Engine.Runtime;
 
 /// <summary>Pins the calling thread to one core: Linux sched_setaffinity; elsewhere a warning, no pinning.</summary>
-public static partial class Affinity
+internal static partial class Affinity
 {
     [LibraryImport("libc", SetLastError = true)]
     private static partial int sched_setaffinity(int pid, nint cpusetsize, ref ulong mask);

@@ -21,7 +21,7 @@ namespace Contend.Engine.Runtime;
 /// </code>
 /// </remarks>
 [StructLayout(LayoutKind.Explicit, Size = 192)]
-public sealed class RunControl
+internal sealed class RunControl
 {
     [FieldOffset(0)] public int Phase;
     /// <summary>1 once a worker has failed (an exception left its thread): the other workers
@@ -54,7 +54,7 @@ public sealed class RunControl
 /// One worker of the pool as a batch protocol sees it: its transaction context, its own
 /// transaction source, its counters, and the run's control. Only its own thread uses it.
 /// </summary>
-public sealed class BatchWorker(TxnContext ctx, ITransactionSource source, WorkerStats stats, ulong rng, RunControl control)
+internal sealed class BatchWorker(TxnContext ctx, ITransactionSource source, WorkerStats stats, ulong rng, RunControl control)
 {
     public TxnContext Ctx { get; } = ctx;
     public WorkerStats Stats { get; } = stats;

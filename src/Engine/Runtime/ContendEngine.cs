@@ -1,9 +1,13 @@
 using System.Collections.Concurrent;
 using System.Diagnostics;
+using System.Diagnostics.Metrics;
+using Contend.Engine.Diagnostics;
 using Contend.Engine.History;
 using Contend.Engine.Programs;
 using Contend.Engine.Protocols;
 using Contend.Engine.Storage;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
 
 namespace Contend.Engine.Runtime;
 
@@ -70,21 +74,43 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
     readonly bool _taskRequests;
     /// <summary>Twins (<see cref="EngineMutants"/>).</summary>
     readonly MutantFlag _lostWakeup, _closeWithoutWait;
+    readonly ILogger _log;
+
+    /// <summary>The name of the engine's meter (<see cref="System.Diagnostics.Metrics"/>) and of its
+    /// activity source (<see cref="System.Diagnostics.ActivitySource"/>), for OpenTelemetry's
+    /// <c>AddMeter</c> and <c>AddSource</c>.</summary>
+    public const string TelemetryName = "Contend.Engine";
 
     /// <summary>Claims <paramref name="db"/> (loaded, its tables all created) and starts the workers.</summary>
+    /// <param name="db">the database, every table made and loaded; the engine owns it from here on and disposes it</param>
+    /// <param name="options">checked here</param>
+    /// <param name="logger">the engine's start and stop, a program that threw, the engine's failure</param>
+    /// <param name="meters">makes the engine's meter (a host's, for its lifetime and its
+    /// listeners); without one, a meter of the process's named <see cref="TelemetryName"/></param>
     /// <exception cref="ArgumentException">an option out of range, named; the protocol's options of another type</exception>
     /// <exception cref="InvalidOperationException">another engine serves <paramref name="db"/></exception>
-    public ContendEngine(Database db, EngineOptions options) : this(db, options, mutants: null, taskRequests: false)
+    public ContendEngine(Database db, EngineOptions options, ILogger? logger = null, IMeterFactory? meters = null)
+        : this(db, SerializableOnly(options), mutants: null, taskRequests: false, logger, meters)
     {
+    }
+
+    /// <summary>The registry keeps a protocol that is not serializable, as the history checker's
+    /// positive control; the tests run it through the internal constructor, a service never.</summary>
+    static EngineOptions SerializableOnly(EngineOptions options)
+    {
+        if (options is not null && ProtocolRegistry.TryFind(options.Protocol ?? "", out var d) && !d.Serializable)
+            throw new ArgumentException($"{nameof(EngineOptions)}.{nameof(EngineOptions.Protocol)}: {d.Name} is the history checker's control and not serializable; an engine serves {string.Join(", ", ProtocolRegistry.Names)}", nameof(EngineOptions.Protocol));
+        return options!;
     }
 
     /// <param name="mutants">a broken step, for the tests that must catch it: the engine's own
     /// (<see cref="EngineMutants"/>) or the protocol's</param>
     /// <param name="taskRequests">answer through tasks, which Coyote's scheduler controls</param>
-    internal ContendEngine(Database db, EngineOptions options, Enum? mutants, bool taskRequests)
+    internal ContendEngine(Database db, EngineOptions options, Enum? mutants, bool taskRequests, ILogger? logger = null, IMeterFactory? meters = null)
     {
         ArgumentNullException.ThrowIfNull(db);
         ArgumentNullException.ThrowIfNull(options);
+        options = options with { }; // the caller's instance stays the caller's to change
         options.Validate();
         _options = options;
         _protocol = ProtocolRegistry.Create(options.Protocol,
@@ -93,7 +119,9 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
         _db = db;
         _taskRequests = taskRequests;
         _giveBack = _pool.Enqueue;
-        _workers = new EmbeddedWorkers(_protocol, options.Workers, options.RecordHistory, options.Name);
+        _log = logger ?? NullLogger.Instance;
+        _workers = new EmbeddedWorkers(_protocol, options.Workers, options.RecordHistory, options.Name,
+                                       meters is null ? EngineMetrics.Default : EngineMetrics.For(meters));
         _lostWakeup = new(mutants, EngineMutants.LostWakeup);
         _closeWithoutWait = new(mutants, EngineMutants.CloseWithoutWait);
         _room = new SemaphoreSlim(options.QueueCapacity, options.QueueCapacity);
@@ -107,13 +135,14 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
             Action serve = _protocol is IBatchProtocol batch
                 ? () => ServeBatches(batch, new BatchWorker(ctx, source, stats, rng, _control) { OnEnded = Answer })
                 : () => ServeTransactions((ITransactionProtocol)_protocol, ctx, stats, rng);
-            int core = options.Pin ? w : -1;
-            new Thread(() => Serve(serve, core)) { IsBackground = true, Name = $"contend-{options.Name}-{w}" }.Start();
+            int core = options.Pin ? w : -1, worker = w;
+            new Thread(() => Serve(serve, worker, core)) { IsBackground = true, Name = $"contend-{options.Name}-{w}" }.Start();
         }
+        EngineLog.Started(_log, options.Name, options.Protocol, options.Workers, options.QueueCapacity);
     }
 
     /// <summary>The protocol the workers run.</summary>
-    public IProtocol Protocol => _protocol;
+    internal IProtocol Protocol => _protocol;
 
     /// <summary>The options the engine was made with.</summary>
     public EngineOptions Options => _options;
@@ -122,12 +151,20 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
     public long Pending => Math.Max(0, Volatile.Read(ref _control.Quota));
 
     /// <summary>Commits and aborts so far, over every worker (a snapshot).</summary>
-    public WorkerStats Totals() => _workers.Totals();
+    internal WorkerStats Totals() => _workers.Totals();
+
+    /// <summary>What the engine has done so far, over every worker: a snapshot, each count read
+    /// while the workers may be bumping it (approximate while they run, exact once drained).</summary>
+    public EngineCounts Counts()
+    {
+        var t = _workers.Totals();
+        return new EngineCounts(t.Commits, t.UserAborts, t.TotalAborts);
+    }
 
     /// <summary>Every committed transaction's reads and writes so far, for <see cref="SerializabilityChecker"/>;
     /// call it once every submitted transaction has ended and none is being submitted.</summary>
     /// <exception cref="InvalidOperationException">the engine was made without <see cref="EngineOptions.RecordHistory"/></exception>
-    public List<CommittedTxn> History() => _workers.History();
+    public IReadOnlyList<CommittedTxn> History() => _workers.History();
 
     /// <inheritdoc cref="ExecuteAsync(TxnProgram, ReadOnlySpan{long}, Memory{long}, CancellationToken)"/>
     public ValueTask<TxnOutcome> ExecuteAsync(TxnProgram program, ReadOnlySpan<long> args, CancellationToken cancel = default) =>
@@ -156,7 +193,7 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
             throw new ArgumentException($"program {program.Name}: has {program.Ops.Length} ops, so its results need as many slots, given {results.Length}", nameof(results));
         if (cancel.IsCancellationRequested) return ValueTask.FromCanceled<TxnOutcome>(cancel);
         var request = Rent();
-        request.Fill(program, args, results, cancel);
+        request.Fill(this, program, args, results, cancel);
         var task = request.Task; // before the enqueue: a worker may answer at once
         if (!_room.Wait(0))
         {
@@ -282,6 +319,8 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
 
     void Release()
     {
+        var counts = Counts();
+        EngineLog.Stopped(_log, _options.Name, counts.Committed, counts.UserAborted, counts.ConflictAborts);
         _workers.Dispose();
         _db.Release();
         _db.Dispose();
@@ -319,16 +358,17 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
 
     /// <summary>A worker's thread: its protocol's loop until the engine stops with nothing left or
     /// a worker fails; the last one out fails whatever a failure left unanswered.</summary>
-    void Serve(Action loop, int core)
+    void Serve(Action loop, int worker, int core)
     {
         try
         {
-            if (core >= 0) Affinity.PinCurrentThread(core % Environment.ProcessorCount); // a refusal leaves it unpinned
+            if (core >= 0 && Affinity.PinCurrentThread(core % Environment.ProcessorCount) is { } unpinned)
+                EngineLog.NotPinned(_log, _options.Name, worker, unpinned);
             loop();
         }
         catch (Exception e)
         {
-            Interlocked.CompareExchange(ref _failure, e, null);
+            if (Interlocked.CompareExchange(ref _failure, e, null) is null) EngineLog.EngineFailed(_log, e, _options.Name);
             _control.Fail();
             Wake(); // the sleepers wake, see the failure, and leave
         }
@@ -434,6 +474,7 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
         }
         catch (Exception e)
         {
+            EngineLog.TransactionFailed(_log, e, _options.Name, program.Name);
             request.Fail(new TransactionFailedException(program, e));
         }
     }

@@ -15,7 +15,7 @@ internal sealed class EmbeddedWorkers : IDisposable
     public readonly HistoryRecorder? Recorder;
     readonly IDisposable _metrics;
 
-    public EmbeddedWorkers(IProtocol protocol, int workers, bool recordHistory, string name)
+    public EmbeddedWorkers(IProtocol protocol, int workers, bool recordHistory, string name, EngineMetrics metrics)
     {
         Stats = new WorkerStats[workers];
         for (int w = 0; w < workers; w++)
@@ -24,7 +24,7 @@ internal sealed class EmbeddedWorkers : IDisposable
             Stats[w].Reset(); // no warm-up here: every transaction counts
         }
         Recorder = recordHistory ? new HistoryRecorder(workers) : null;
-        _metrics = EngineMetrics.Track(protocol, name, Stats);
+        _metrics = metrics.Track(protocol, name, Stats);
     }
 
     public WorkerStats Totals()

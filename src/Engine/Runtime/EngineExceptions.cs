@@ -21,6 +21,7 @@ public abstract class ContendException : Exception
 public sealed class EngineQueueFullException(int capacity)
     : ContendException($"the engine's request queue is full ({capacity} waiting): nothing ran; retry after a back-off, or configure WhenQueueFull.Wait")
 {
+    /// <inheritdoc/>
     public override bool Retryable => true;
 }
 
@@ -29,6 +30,7 @@ public sealed class EngineQueueFullException(int capacity)
 public sealed class EngineClosedException(string name)
     : ContendException($"engine '{name}' is closed and takes no more transactions: the transaction did not run")
 {
+    /// <inheritdoc/>
     public override bool Retryable => false;
 }
 
@@ -39,6 +41,7 @@ public sealed class EngineClosedException(string name)
 public sealed class EngineFailedException(string name, Exception cause)
     : ContendException($"engine '{name}' failed and takes no more transactions: {cause.Message}", cause)
 {
+    /// <inheritdoc/>
     public override bool Retryable => false;
 }
 
@@ -51,5 +54,6 @@ public sealed class TransactionFailedException(TxnProgram program, Exception cau
     /// <summary>The program's name.</summary>
     public string Program => program.Name;
 
+    /// <inheritdoc/>
     public override bool Retryable => false;
 }

@@ -13,34 +13,36 @@ public enum WhenQueueFull
 }
 
 /// <summary>How a <see cref="ContendEngine"/> is made. Checked when the engine is constructed;
-/// an error names the option.</summary>
+/// an error names the option. Settable, so that a host binds it from configuration
+/// (<c>IOptions</c>); the engine keeps a copy of what it was made with, and later changes to the
+/// caller's instance do nothing to it.</summary>
 public sealed record EngineOptions
 {
     /// <summary>The protocol's name (<see cref="ProtocolRegistry.Names"/>), per-transaction or batch.</summary>
-    public string Protocol { get; init; } = "StealDB";
+    public string Protocol { get; set; } = "StealDB";
 
     /// <summary>The engine's worker threads, 1..255: the protocol's worker slots. More than the
     /// machine's cores slows the queue-lock protocols by orders of magnitude, whose waiters hand
     /// locks along a queue (a descheduled one stalls everyone behind it).</summary>
-    public int Workers { get; init; } = Math.Min(255, Environment.ProcessorCount);
+    public int Workers { get; set; } = Math.Min(255, Environment.ProcessorCount);
 
     /// <summary>The protocol's knobs (its <see cref="ProtocolDescriptor.OptionsType"/>); null: its defaults.</summary>
-    public ProtocolOptions? ProtocolOptions { get; init; }
+    public ProtocolOptions? ProtocolOptions { get; set; }
 
     /// <summary>Transactions accepted and not yet taken by a worker, at most (at least 1).</summary>
-    public int QueueCapacity { get; init; } = 1024;
+    public int QueueCapacity { get; set; } = 1024;
 
     /// <summary>What a submission meets when <see cref="QueueCapacity"/> are waiting.</summary>
-    public WhenQueueFull WhenQueueFull { get; init; } = WhenQueueFull.Wait;
+    public WhenQueueFull WhenQueueFull { get; set; } = WhenQueueFull.Wait;
 
     /// <summary>Pin worker w to core w mod the cores: the engine's workers are the machine's.</summary>
-    public bool Pin { get; init; } = true;
+    public bool Pin { get; set; } = true;
 
     /// <summary>Record every commit's reads and writes, for <see cref="ContendEngine.History"/>.</summary>
-    public bool RecordHistory { get; init; }
+    public bool RecordHistory { get; set; }
 
     /// <summary>What the meter's series are tagged with as their workload.</summary>
-    public string Name { get; init; } = "embedded";
+    public string Name { get; set; } = "embedded";
 
     /// <summary>Throws <see cref="ArgumentException"/> naming the first option out of range.</summary>
     internal void Validate()

@@ -1,4 +1,6 @@
+using System.Diagnostics;
 using System.Threading.Tasks.Sources;
+using Contend.Engine.Diagnostics;
 using Contend.Engine.Programs;
 
 namespace Contend.Engine.Runtime;
@@ -17,9 +19,17 @@ internal abstract class EngineRequest
     public CancellationToken Cancel;
     /// <summary>1 once answered: a failing engine may try to fail a request already answered.</summary>
     int _ended;
+    /// <summary>The engine that answers it, for its span.</summary>
+    ContendEngine? _engine;
+    /// <summary>Set when a listener samples the engine's spans (<see cref="EngineTracing"/>).</summary>
+    bool _traced;
+    ActivityContext _traceParent;
+    long _traceStart;
 
-    public void Fill(TxnProgram program, ReadOnlySpan<long> args, Memory<long> results, CancellationToken cancel)
+    public void Fill(ContendEngine engine, TxnProgram program, ReadOnlySpan<long> args, Memory<long> results, CancellationToken cancel)
     {
+        _engine = engine;
+        _traced = EngineTracing.Begin(out _traceParent, out _traceStart);
         Program = program;
         if (Args.Length < args.Length) Args = new long[args.Length];
         args.CopyTo(Args);
@@ -37,6 +47,7 @@ internal abstract class EngineRequest
     {
         if (Interlocked.Exchange(ref _ended, 1) != 0) return;
         if (outcome.Committed && !Results.IsEmpty) ctx.Results.AsSpan(0, Program.Ops.Length).CopyTo(Results.Span);
+        if (_traced) Trace(outcome, null);
         Forget();
         SetResult(outcome);
     }
@@ -44,13 +55,19 @@ internal abstract class EngineRequest
     public void Fail(Exception error)
     {
         if (Interlocked.Exchange(ref _ended, 1) != 0) return;
+        if (_traced) Trace(default, error);
         Forget();
         SetException(error);
     }
 
+    void Trace(TxnOutcome outcome, Exception? error) =>
+        EngineTracing.End(_traceParent, _traceStart, _engine!.Options.Name, _engine.Options.Protocol, Program.Name, outcome, error);
+
     /// <summary>Drops the references a pooled request would otherwise keep alive.</summary>
     void Forget()
     {
+        _engine = null;
+        _traced = false;
         Program = null!;
         Results = default;
         Cancel = default;

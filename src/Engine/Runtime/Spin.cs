@@ -5,7 +5,7 @@ namespace Contend.Engine.Runtime;
 /// under Coyote's rewriting (SpinWait.SpinOnce becomes a scheduling point) every
 /// wait is a place where another thread can be scheduled.
 /// </summary>
-public static class Spin
+internal static class Spin
 {
     /// <summary>One round of back-off for a wait loop that re-checks a shared word.</summary>
     public static void Once(ref SpinWait wait) => wait.SpinOnce(sleep1Threshold: -1);
@@ -26,7 +26,7 @@ public static class Spin
 }
 
 /// <summary>SplitMix64: a seedable generator with one ulong of state, no allocation.</summary>
-public static class Rng
+internal static class Rng
 {
     public static ulong Next(ref ulong state)
     {

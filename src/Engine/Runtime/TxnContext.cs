@@ -9,7 +9,7 @@ namespace Contend.Engine.Runtime;
 /// per transaction in steady state). Only the owning worker reads or writes it, except
 /// where a protocol publishes a field for others and says so.
 /// </summary>
-public sealed class TxnContext
+internal sealed class TxnContext
 {
     public const int MaxOps = 64;
     /// <summary>The most arguments a program takes.</summary>

@@ -17,3 +17,11 @@ public readonly record struct TxnOutcome(Outcome Outcome, AbortReason Reason, in
     /// <summary>True for a commit.</summary>
     public bool Committed => Outcome == Outcome.Committed;
 }
+
+/// <summary>What an engine has done so far (<see cref="ContendEngine.Counts"/>).</summary>
+/// <param name="Committed">transactions committed</param>
+/// <param name="UserAborted">transactions ended by their program's logic or input: a body's
+/// abort, a missing key, a full table, a duplicate key (never retried)</param>
+/// <param name="ConflictAborts">attempts aborted by a conflict with another transaction and
+/// retried (one transaction may count several)</param>
+public readonly record struct EngineCounts(long Committed, long UserAborted, long ConflictAborts);

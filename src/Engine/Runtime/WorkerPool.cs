@@ -8,10 +8,10 @@ namespace Contend.Engine.Runtime;
 /// <param name="TransactionsPerWorker">when positive, each worker stops after that many transactions
 /// (committed or aborted by their logic) and <see cref="RunOptions.Seconds"/> is ignored: a fixed
 /// amount of work, as a benchmark invocation needs</param>
-public sealed record RunOptions(int Threads, double Seconds, double WarmupSeconds = 0, bool RecordHistory = false, bool Pin = true, ulong Seed = 1,
+internal sealed record RunOptions(int Threads, double Seconds, double WarmupSeconds = 0, bool RecordHistory = false, bool Pin = true, ulong Seed = 1,
                                 long TransactionsPerWorker = 0);
 
-public sealed record RunResult(WorkerStats Total, double MeasuredSeconds, IReadOnlyList<WorkerStats> PerWorker,
+internal sealed record RunResult(WorkerStats Total, double MeasuredSeconds, IReadOnlyList<WorkerStats> PerWorker,
                                List<CommittedTxn>? History, IReadOnlyList<string> Warnings)
 {
     public double Throughput => Total.Commits / MeasuredSeconds;
@@ -24,7 +24,7 @@ public sealed record RunResult(WorkerStats Total, double MeasuredSeconds, IReadO
 /// where the OS allows. A conflict-aborted transaction is retried (same arguments) after a
 /// randomized back-off until it commits, its logic aborts it, or the run ends.
 /// </summary>
-public static class WorkerPool
+internal static class WorkerPool
 {
     internal const int Warmup = 0, Measure = 1, Stop = 2;
 
@@ -38,7 +38,7 @@ public static class WorkerPool
         var recorder = options.RecordHistory ? new HistoryRecorder(options.Threads) : null;
         var stats = new WorkerStats[options.Threads];
         for (int w = 0; w < options.Threads; w++) stats[w] = new WorkerStats();
-        using var metrics = EngineMetrics.Track(protocol, workload.Name, stats);
+        using var metrics = EngineMetrics.Default.Track(protocol, workload.Name, stats);
         var warnings = new List<string>();
         Exception? failure = null;
         var threads = new Thread[options.Threads];

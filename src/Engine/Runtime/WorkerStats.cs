@@ -12,7 +12,7 @@ namespace Contend.Engine.Runtime;
 /// references out before its other fields, so padding fields declared around them would not
 /// put the padding on both sides.
 /// </summary>
-public sealed class WorkerStats
+internal sealed class WorkerStats
 {
     public const int LatencyBuckets = 160;
     const int SubBuckets = 4;

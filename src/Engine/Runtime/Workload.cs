@@ -4,7 +4,7 @@ using Contend.Engine.Storage;
 namespace Contend.Engine.Runtime;
 
 /// <summary>A workload is data plus a seed: the same seed gives every worker the same transactions.</summary>
-public interface IWorkload
+internal interface IWorkload
 {
     string Name { get; }
     /// <summary>The configuration in one line, and what the workload includes and leaves out.</summary>
@@ -15,7 +15,7 @@ public interface IWorkload
 }
 
 /// <summary>One worker's stream of transactions.</summary>
-public interface ITransactionSource
+internal interface ITransactionSource
 {
     /// <summary>Fills <see cref="TxnContext.Args"/> for the next transaction and returns its program.</summary>
     TxnProgram Next(TxnContext ctx);

@@ -12,24 +12,31 @@ public sealed class Database : IDisposable
     string? _servedBy;
     bool _disposed;
 
+    /// <summary>Makes a table of <paramref name="capacity"/> rows of <paramref name="payloadSize"/>
+    /// bytes each, memory taken at once; its keys are longs.</summary>
     /// <exception cref="InvalidOperationException">an engine serves the database: its schema is frozen</exception>
+    /// <exception cref="ArgumentException">a table has the name already; a size out of range</exception>
     public Table Create(string name, int payloadSize, int capacity)
     {
         if (Volatile.Read(ref _servedBy) is { } engine)
             throw new InvalidOperationException($"table {name}: the schema is frozen while engine '{engine}' serves this database; create every table before making the engine");
         if (_byName.ContainsKey(name)) throw new ArgumentException($"table {name} already exists");
-        var t = new Table(name, _tables.Count, payloadSize, capacity);
+        var t = new Table(name, _tables.Count, payloadSize, capacity) { Owner = this };
         _tables.Add(t);
         _byName.Add(name, t);
         return t;
     }
 
+    /// <summary>The table with this id (its place in <see cref="Tables"/>).</summary>
     public Table this[int id] => _tables[id];
 
+    /// <summary>The table with this name, if there is one.</summary>
     public bool TryGet(string name, out Table table) => _byName.TryGetValue(name, out table!);
 
+    /// <summary>Every table, in the order made (an id is its place).</summary>
     public IReadOnlyList<Table> Tables => _tables;
 
+    /// <summary>The bytes every table's rows and index take.</summary>
     public long MemoryBytes => _tables.Sum(t => t.MemoryBytes);
 
     /// <summary>Marks the database served by the engine <paramref name="engine"/>, or throws if another serves it.</summary>
@@ -38,6 +45,15 @@ public sealed class Database : IDisposable
         ObjectDisposedException.ThrowIf(_disposed, this);
         if (Interlocked.CompareExchange(ref _servedBy, engine, null) is { } other)
             throw new InvalidOperationException($"engine '{engine}': this database is already served by engine '{other}'; one engine per database (dispose that engine first)");
+    }
+
+    /// <summary>Throws when an engine serves the database or it was disposed: rows are read and
+    /// written outside transactions only while neither is so.</summary>
+    internal void ThrowIfServedOrDisposed(string what)
+    {
+        ObjectDisposedException.ThrowIf(_disposed, this);
+        if (Volatile.Read(ref _servedBy) is { } engine)
+            throw new InvalidOperationException($"{what}: engine '{engine}' serves this database; rows are loaded and read outside transactions only before an engine serves it");
     }
 
     /// <summary>The serving engine has stopped.</summary>
@@ -50,6 +66,6 @@ public sealed class Database : IDisposable
         if (Volatile.Read(ref _servedBy) is { } engine)
             throw new InvalidOperationException($"the database is served by engine '{engine}', whose workers use its rows: dispose the engine, which disposes the database");
         _disposed = true;
-        foreach (var t in _tables) t.Dispose();
+        foreach (var t in _tables) t.Free();
     }
 }

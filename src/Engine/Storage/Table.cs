@@ -42,15 +42,19 @@ namespace Contend.Engine.Storage;
 /// Interlocked, never through raw pointer loads, so Coyote's rewriter sees every access
 /// (../../shared/DESIGN.md).
 /// </remarks>
-public sealed unsafe class Table : IDisposable
+public sealed unsafe class Table
 {
-    public const int HeaderSize = 24;
+    internal const int HeaderSize = 24;
     const int WordOffset = 0, VersionOffset = 8, KeyOffset = 16;
 
+    /// <summary>The name programs refer to the table by.</summary>
     public string Name { get; }
+    /// <summary>The table's place in its database (<see cref="Database.Tables"/>).</summary>
     public int Id { get; }
+    /// <summary>The bytes of a row that a program's bodies read and write.</summary>
     public int PayloadSize { get; }
-    public int Stride { get; }
+    internal int Stride { get; }
+    /// <summary>The most rows the table holds, loaded and inserted; fixed at creation.</summary>
     public int Capacity { get; }
 
     byte* _rows;
@@ -65,7 +69,7 @@ public sealed unsafe class Table : IDisposable
     /// <summary>The most rows a table holds: row + 1 must fit in the slot's 30 row bits.</summary>
     public const int MaxCapacity = (int)RowMask - 1;
 
-    public Table(string name, int id, int payloadSize, int capacity)
+    internal Table(string name, int id, int payloadSize, int capacity)
     {
         if (payloadSize < 0) throw new ArgumentOutOfRangeException(nameof(payloadSize), $"table {name}: payload size {payloadSize} is negative");
         if (capacity is <= 0 or > MaxCapacity) throw new ArgumentOutOfRangeException(nameof(capacity), $"table {name}: capacity {capacity} must be 1..{MaxCapacity}");
@@ -88,8 +92,10 @@ public sealed unsafe class Table : IDisposable
         _slots.AsSpan().Clear();
     }
 
+    /// <summary>The rows allocated so far (loaded, inserted, or reserved by an insert that may yet abort).</summary>
     public int Count => Volatile.Read(ref _count);
 
+    /// <summary>The bytes the table's rows and index take.</summary>
     public long MemoryBytes => (long)Stride * Capacity + (long)_slots.Length * sizeof(long);
 
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
@@ -104,11 +110,11 @@ public sealed unsafe class Table : IDisposable
     /// locks' tail (<see cref="Protocols.TwoPhaseLocking.McsLock"/>), or Silo's lock bit and
     /// version (<see cref="Protocols.Silo.SiloOcc"/>).</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    public ref long Word(int row) => ref Unsafe.AsRef<long>(Row(row) + WordOffset);
+    internal ref long Word(int row) => ref Unsafe.AsRef<long>(Row(row) + WordOffset);
 
     /// <summary>Id of the transaction whose write is the row's current value (0: loaded).</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    public ref long Version(int row) => ref Unsafe.AsRef<long>(Row(row) + VersionOffset);
+    internal ref long Version(int row) => ref Unsafe.AsRef<long>(Row(row) + VersionOffset);
 
     /// <summary>
     /// Gives every row a stamp word, kept beside the rows rather than in the header: only
@@ -119,21 +125,21 @@ public sealed unsafe class Table : IDisposable
     /// analysis reads a stamp's line where the paper's reads the record's. Call before the
     /// workers start.
     /// </summary>
-    public void EnsureStamps() => _stamps ??= new long[Capacity];
+    internal void EnsureStamps() => _stamps ??= new long[Capacity];
 
     /// <summary>The row's stamp word (<see cref="EnsureStamps"/> first).</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    public ref long Stamp(int row) => ref _stamps![row];
+    internal ref long Stamp(int row) => ref _stamps![row];
 
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    public long Key(int row) => Volatile.Read(ref Unsafe.AsRef<long>(Row(row) + KeyOffset));
+    internal long Key(int row) => Volatile.Read(ref Unsafe.AsRef<long>(Row(row) + KeyOffset));
 
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    public Span<byte> Payload(int row) => new(Row(row) + HeaderSize, PayloadSize);
+    internal Span<byte> Payload(int row) => new(Row(row) + HeaderSize, PayloadSize);
 
     /// <summary>A hint, no read: asks the CPU to fetch the index line <see cref="Find"/> starts at,
     /// so that a caller about to look up many keys has their misses overlap (x86; elsewhere nothing).</summary>
-    public void PrefetchIndex(long key)
+    internal void PrefetchIndex(long key)
     {
         if (!Sse.IsSupported) return;
         fixed (long* slot = &_slots[Home(key)]) Sse.Prefetch0(slot);
@@ -143,7 +149,7 @@ public sealed unsafe class Table : IDisposable
     /// it starts at, if that line names this key's row: the row's stamp (when the table has
     /// stamps), and the row's header only for a key too wide for the slot to hold.
     /// Best after <see cref="PrefetchIndex"/>.</summary>
-    public void PrefetchFound(long key)
+    internal void PrefetchFound(long key)
     {
         if (!Sse.IsSupported) return;
         long probe = Probe(key), entry = Volatile.Read(ref _slots[Home(key)]);
@@ -154,7 +160,7 @@ public sealed unsafe class Table : IDisposable
     }
 
     /// <summary>A hint: asks the CPU for the row's stamp line (<see cref="EnsureStamps"/> first).</summary>
-    public void PrefetchStamp(int row)
+    internal void PrefetchStamp(int row)
     {
         if (!Sse.IsSupported) return;
         fixed (long* stamp = &_stamps![row]) Sse.Prefetch0(stamp);
@@ -162,7 +168,7 @@ public sealed unsafe class Table : IDisposable
 
     /// <summary>A hint: asks the CPU for a row's header line and, in a row longer than one line,
     /// the line after it (where most payloads start or continue).</summary>
-    public void PrefetchRowAt(int row)
+    internal void PrefetchRowAt(int row)
     {
         if (!Sse.IsSupported) return;
         Debug.Assert((uint)row < (uint)Capacity, $"PrefetchRowAt: row {row} is outside table {Name} (capacity {Capacity})");
@@ -173,7 +179,7 @@ public sealed unsafe class Table : IDisposable
 
     /// <summary>Index of the row with this key, or -1 (none, or one an insert has claimed and not
     /// yet committed). Allocates nothing, and reads no row unless the key is wider than 32 bits.</summary>
-    public int Find(long key)
+    internal int Find(long key)
     {
         long probe = Probe(key);
         int slot = Home(key);
@@ -210,7 +216,7 @@ public sealed unsafe class Table : IDisposable
     /// Takes a fresh row for this key, not yet reachable by <see cref="Find"/>: the caller
     /// fills it, then <see cref="Claim"/>s its key. Returns -1 when the table is full.
     /// </summary>
-    public int Allocate(long key)
+    internal int Allocate(long key)
     {
         int row = Reserve();
         if (row >= 0) Assign(row, key);
@@ -219,7 +225,7 @@ public sealed unsafe class Table : IDisposable
 
     /// <summary>Takes a fresh row whose key is not known yet (-1 when the table is full); the
     /// caller <see cref="Assign"/>s it one before it fills and publishes it.</summary>
-    public int Reserve()
+    internal int Reserve()
     {
         int row = Interlocked.Increment(ref _count) - 1;
         if (row >= Capacity)
@@ -231,7 +237,7 @@ public sealed unsafe class Table : IDisposable
     }
 
     /// <summary>Gives a <see cref="Reserve"/>d row its key, once, before it is published.</summary>
-    public void Assign(int row, long key)
+    internal void Assign(int row, long key)
     {
         Debug.Assert(row < Count, $"table {Name}: row {row} was never reserved");
         Volatile.Write(ref Unsafe.AsRef<long>(Row(row) + KeyOffset), key);
@@ -249,11 +255,11 @@ public sealed unsafe class Table : IDisposable
     /// attempt's keys in one global order, (table, key), and claim only once they wait for
     /// nothing else: no cycle of waits can form. A participant of a transaction across
     /// partitions cannot rely on that order (the claim it would wait for may hang on another
-    /// partition's vote), so it passes <paramref name="wait"/> false and gets
+    /// partition's vote), so it passes <c>wait</c> false and gets
     /// <see cref="ClaimedByAnother"/> instead of waiting.</remarks>
-    public const int ClaimedByAnother = -2;
+    internal const int ClaimedByAnother = -2;
 
-    public int Claim(int row, bool wait = true)
+    internal int Claim(int row, bool wait = true)
     {
         long key = Key(row), probe = Probe(key);
         int slot = Home(key);
@@ -278,7 +284,7 @@ public sealed unsafe class Table : IDisposable
     }
 
     /// <summary>Commits a <see cref="Claim"/>: the row becomes reachable by its key, whole.</summary>
-    public void Reveal(int slot)
+    internal void Reveal(int slot)
     {
         long entry = Volatile.Read(ref _slots[slot]);
         Debug.Assert((entry & DarkBit) != 0 && (entry & RowMask) != 0, $"table {Name}: slot {slot} revealed without a claim");
@@ -286,14 +292,14 @@ public sealed unsafe class Table : IDisposable
     }
 
     /// <summary>Undoes a <see cref="Claim"/>: the key is free again, the row never reachable.</summary>
-    public void Retract(int slot)
+    internal void Retract(int slot)
     {
         Debug.Assert((Volatile.Read(ref _slots[slot]) & DarkBit) != 0, $"table {Name}: slot {slot} retracted without a claim");
         Volatile.Write(ref _slots[slot], Tombstone);
     }
 
     /// <summary>Loads a row with this key (single-threaded load phase); throws if full or duplicate.</summary>
-    public int Load(long key)
+    internal int Load(long key)
     {
         int row = Allocate(key);
         if (row < 0) throw new InvalidOperationException($"table {Name}: full at {Capacity} rows while loading key {key}");
@@ -303,12 +309,46 @@ public sealed unsafe class Table : IDisposable
         return row;
     }
 
+    /// <summary>Loads a row: the key, and the payload's bytes (at most <see cref="PayloadSize"/>,
+    /// the rest zero). For the load phase, before an engine serves the database: a row written
+    /// here bypasses concurrency control, so it is refused while one does.</summary>
+    /// <exception cref="InvalidOperationException">an engine serves the database; the table is
+    /// full; the key is in the table already</exception>
+    /// <exception cref="ObjectDisposedException">the database was disposed</exception>
+    /// <exception cref="ArgumentException">the payload is longer than a row's</exception>
+    public void Load(long key, ReadOnlySpan<byte> payload)
+    {
+        if (Owner is { } db) db.ThrowIfServedOrDisposed($"table {Name}: loading key {key}");
+        if (payload.Length > PayloadSize)
+            throw new ArgumentException($"table {Name}: a payload of {payload.Length} bytes for key {key} is longer than the table's rows ({PayloadSize} bytes)", nameof(payload));
+        payload.CopyTo(Payload(Load(key)));
+    }
+
+    /// <summary>Copies the payload of the row with this key into <paramref name="into"/> (at most
+    /// <see cref="PayloadSize"/> bytes); false if no row has the key. For before an engine serves
+    /// the database (a read here would see uncommitted writes): refused while one does.</summary>
+    /// <exception cref="InvalidOperationException">an engine serves the database</exception>
+    /// <exception cref="ObjectDisposedException">the database was disposed</exception>
+    public bool TryRead(long key, Span<byte> into)
+    {
+        if (Owner is { } db) db.ThrowIfServedOrDisposed($"table {Name}: reading key {key}");
+        int row = Find(key);
+        if (row < 0) return false;
+        var payload = Payload(row);
+        payload[..Math.Min(payload.Length, into.Length)].CopyTo(into);
+        return true;
+    }
+
+    /// <summary>The database the table belongs to; null for a table made on its own (tests).</summary>
+    internal Database? Owner { get; init; }
+
     /// <summary>The slot a key's probe starts at: the high half of a multiplicative hash, scaled to
     /// the slot count by a multiply and shift (no division, any count).</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     int Home(long key) => (int)((((ulong)key * 0x9E3779B97F4A7C15UL) >> 32) * (ulong)_slots.Length >> 32);
 
-    public void Dispose()
+    /// <summary>Frees the rows (again: nothing). Only the database frees its tables, once no engine serves it.</summary>
+    internal void Free()
     {
         if (_rows != null)
         {
@@ -318,5 +358,6 @@ public sealed unsafe class Table : IDisposable
         GC.SuppressFinalize(this);
     }
 
-    ~Table() => Dispose();
+    /// <summary>Frees the rows of a table its database was not disposed to free.</summary>
+    ~Table() => Free();
 }

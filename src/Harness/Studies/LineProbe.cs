@@ -13,7 +13,7 @@ namespace Contend.Harness.Studies;
 /// half. With the probes in each row of the CSV a reader can tell such a run from a regression,
 /// and the study compares protocols over the runs made in the fast window (Study.InFastWindow).
 /// </summary>
-public static class LineProbe
+internal static class LineProbe
 {
     [StructLayout(LayoutKind.Explicit, Size = 192)]
     struct PaddedLine

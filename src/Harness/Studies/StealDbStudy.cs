@@ -12,7 +12,7 @@ namespace Contend.Harness.Studies;
 /// table to fewer records) and TPC-C NewOrder alone, for StealDB, its two baselines run by the
 /// same code (basic work stealing, no stealing), and the core's Mcs, NoWait, WaitDie and Silo.
 /// </summary>
-public static class StealDbStudy
+internal static class StealDbStudy
 {
     public static readonly string[] Protocols = ["StealDB", "StealDBBasicWS", "StealDBNoSteal", "Mcs", "NoWait", "WaitDie", "Silo"];
 

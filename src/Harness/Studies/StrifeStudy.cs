@@ -14,7 +14,7 @@ namespace Contend.Harness.Studies;
 /// Ordered) and Silo. The analysis's own cost per batch size is a BenchmarkDotNet benchmark
 /// (bench/, StrifeAnalysisCost).
 /// </summary>
-public static class StrifeStudy
+internal static class StrifeStudy
 {
     public static readonly string[] Protocols = ["Strife", "NoWait", "WaitDie", "WaitsFor", "Ordered", "Silo"];
     static readonly string[] TwoPhaseLocking = ["NoWait", "WaitDie", "WaitsFor", "Ordered"];

@@ -8,7 +8,7 @@ namespace Contend.Harness.Studies;
 /// <summary>How a study runs: every point of every series is run <see cref="Repeats"/> times,
 /// the protocols in a rotating order within each repeat, so that drift of a noisy machine
 /// spreads over all of them; the median is reported.</summary>
-public sealed record StudyOptions(int Threads = 2, double Seconds = 2, double Warmup = 0.5, int Repeats = 3, ulong Seed = 1, bool Small = false)
+internal sealed record StudyOptions(int Threads = 2, double Seconds = 2, double Warmup = 0.5, int Repeats = 3, ulong Seed = 1, bool Small = false)
 {
     public void Validate()
     {
@@ -21,11 +21,11 @@ public sealed record StudyOptions(int Threads = 2, double Seconds = 2, double Wa
 
 /// <summary>One measured run of a study, with the cache-line round trip measured just before and
 /// just after it (<see cref="LineProbe"/>).</summary>
-public sealed record StudyRun(string Figure, string Point, string Protocol, int Repeat, RunRow Row, double LineBefore, double LineAfter);
+internal sealed record StudyRun(string Figure, string Point, string Protocol, int Repeat, RunRow Row, double LineBefore, double LineAfter);
 
 /// <summary>One series point: the median over repeats, of the throughput, the abort rate and
 /// each share the protocol reports (<see cref="Contend.Engine.Protocols.ProtocolReport.Shares"/>).</summary>
-public sealed record StudyPoint(string Figure, string Point, string Protocol, double Throughput, double AbortRate, int Repeats,
+internal sealed record StudyPoint(string Figure, string Point, string Protocol, double Throughput, double AbortRate, int Repeats,
                                 IReadOnlyDictionary<string, double> Shares)
 {
     /// <summary>The median of the share <paramref name="name"/>; NaN where the protocol reports none.</summary>
@@ -35,10 +35,10 @@ public sealed record StudyPoint(string Figure, string Point, string Protocol, do
 /// <summary>A figure: one workload per x point, the same protocols at each, on the study's
 /// workers or on <paramref name="Workers"/> where set; <paramref name="Rerun"/> names, point by
 /// point, the other figures' points whose workloads it runs again (<see cref="Study.OnOneWorker"/>).</summary>
-public sealed record Figure(string Name, string Title, string XLabel, IReadOnlyList<(string Label, Func<IWorkload> Make)> Points, IReadOnlyList<string> Protocols,
+internal sealed record Figure(string Name, string Title, string XLabel, IReadOnlyList<(string Label, Func<IWorkload> Make)> Points, IReadOnlyList<string> Protocols,
                             int? Workers = null, IReadOnlyList<(string Figure, string Point)>? Rerun = null);
 
-public static class Study
+internal static class Study
 {
     public static List<StudyRun> Measure(Figure figure, StudyOptions options, Action<string> log)
     {

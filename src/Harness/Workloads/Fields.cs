@@ -7,7 +7,7 @@ namespace Contend.Harness.Workloads;
 /// <remarks>Delegates made from lambdas, not from static methods: a delegate over a static method
 /// is called through a shuffle thunk that moves every argument one register along (4-7% of a
 /// YCSB worker's samples under Strife), a lambda's is a plain instance call.</remarks>
-public static class Fields
+internal static class Fields
 {
     public static readonly OpBody ReadFirst = (row, args, results) => BinaryPrimitives.ReadInt64LittleEndian(row);
 

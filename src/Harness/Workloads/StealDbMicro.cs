@@ -16,7 +16,7 @@ namespace Contend.Harness.Workloads;
 /// (a DAG's roots are never published for stealing). Other protocols run the ops in the same
 /// order as before.
 /// </summary>
-public sealed class StealDbMicro(int tables, int rows, int ops, int hot) : IWorkload
+internal sealed class StealDbMicro(int tables, int rows, int ops, int hot) : IWorkload
 {
     readonly int _rows = rows, _ops = ops, _hot = hot;
     TxnProgram _program = null!;

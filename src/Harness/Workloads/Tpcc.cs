@@ -29,7 +29,7 @@ namespace Contend.Harness.Workloads;
 /// Across a cluster (<see cref="IPartitionedWorkload"/>) the records are split by warehouse
 /// (<see cref="WarehouseMap"/>), items kept whole on every partition (they are only read).
 /// </summary>
-public sealed class Tpcc(int warehouses, bool inserts, int orderCapacity, bool newOrderOnly = false, double? remote = null) : IWorkload, IPartitionedWorkload
+internal sealed class Tpcc(int warehouses, bool inserts, int orderCapacity, bool newOrderOnly = false, double? remote = null) : IWorkload, IPartitionedWorkload
 {
     readonly int _warehouses = warehouses;
     readonly bool _inserts = inserts;

@@ -21,7 +21,7 @@ namespace Contend.Harness.Workloads;
 /// <remarks>Across a cluster (<see cref="IPartitionedWorkload"/>) the records are spread by the
 /// cluster's map instead, each partition loading its share, and a transaction's keys fall
 /// wherever the map puts them: with P partitions, most touch several.</remarks>
-public sealed class Ycsb(long rows, int requests, double readFraction, double theta, int partitions = 1) : IWorkload, IPartitionedWorkload
+internal sealed class Ycsb(long rows, int requests, double readFraction, double theta, int partitions = 1) : IWorkload, IPartitionedWorkload
 {
     public const int RecordSize = 100;
     readonly int _requests = requests;

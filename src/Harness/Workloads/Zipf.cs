@@ -7,7 +7,7 @@ namespace Contend.Harness.Workloads;
 /// synthetic databases"), with the same constants: zeta(n, theta) once at construction,
 /// then O(1) per draw. Draws are in 1..n; theta in [0, 1) (theta 0 is uniform).
 /// </summary>
-public sealed class Zipf
+internal sealed class Zipf
 {
     readonly long _n;
     readonly double _theta, _alpha, _zetan, _eta, _half;

@@ -11,7 +11,7 @@ namespace Contend.Engine.Protocols.Broken;
 /// cycles in its histories. Not in ProtocolRegistry.Names: only the demo and the tests run
 /// it, by its own name, as the control.
 /// </summary>
-public sealed class EarlyRelease(ProtocolSetup setup) : LockingProtocol(setup)
+internal sealed class EarlyRelease(ProtocolSetup setup) : LockingProtocol(setup)
 {
     internal static readonly ProtocolDescriptor Descriptor = new("BrokenEarlyRelease",
         "NOT serializable: 2PL that releases each lock right after its op (the checker's control)",

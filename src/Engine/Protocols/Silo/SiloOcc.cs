@@ -20,7 +20,7 @@ namespace Contend.Engine.Protocols.Silo;
 /// for recovery. Here a version is the writer's attempt id, unique but not ordered: validation
 /// needs only equality, and the engine does no logging.
 /// </summary>
-public sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
+internal sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
 {
     const long LockBit = 1L << 63;
     const byte InWriteSet = SiloState.InWriteSet, LockedByMe = SiloState.LockedByMe;

@@ -10,7 +10,7 @@ using Contend.Engine.Storage;
 namespace Contend.Engine.Protocols.StealDB;
 
 /// <summary>Who may run a waiting transaction's lock holder's ops (StealDB.tla's StealPolicy).</summary>
-public enum StealPolicy
+internal enum StealPolicy
 {
     /// <summary>StealDB: a waiter takes its queue predecessor's steal context and hands the rest down.</summary>
     Queue,
@@ -25,7 +25,7 @@ public enum StealPolicy
 /// <param name="MaxNesting">how deep stolen ops may nest (a stolen op that waits may steal
 /// again); at the limit a waiter only waits. Bounds the stack; the spec has no bound, and
 /// fewer steals are a subset of its behaviours</param>
-public sealed record StealDbOptions(StealPolicy Policy = StealPolicy.Queue, int WaitThreshold = 1 << 10, int MaxNesting = 4)
+internal sealed record StealDbOptions(StealPolicy Policy = StealPolicy.Queue, int WaitThreshold = 1 << 10, int MaxNesting = 4)
 {
     public string Validate() =>
         WaitThreshold < 1 ? $"StealDB: wait threshold {WaitThreshold} must be positive"
@@ -65,7 +65,7 @@ public sealed record StealDbOptions(StealPolicy Policy = StealPolicy.Queue, int 
 /// ops marked mayAbort fail: that is Spec with every op marked so. Its models mark one op, and
 /// the argument they check (C4, proofs/StealDB.md section 4.5) is for whichever op aborts.
 /// </summary>
-public sealed class StealDb : ITransactionProtocol
+internal sealed class StealDb : ITransactionProtocol
 {
     const byte NotLocked = 0, Held = 1, Abandoned = 2;
     const int PositionShift = 8, TidShift = 15;

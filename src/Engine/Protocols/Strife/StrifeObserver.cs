@@ -25,7 +25,7 @@ internal interface IStrifeObserver
 }
 
 /// <summary>A read-only view of an analysed batch.</summary>
-public readonly struct StrifeBatchView
+internal readonly struct StrifeBatchView
 {
     readonly StrifeBatch _batch;
 

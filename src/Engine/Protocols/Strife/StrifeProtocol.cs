@@ -15,12 +15,13 @@ namespace Contend.Engine.Protocols.Strife;
 public sealed record StrifeOptions(int BatchSize = 1000, double Alpha = 0.2, int SpotRounds = 0, int NoWaitRetries = 3,
                                    bool Overlap = true, ulong Seed = 1) : ProtocolOptions
 {
-    public override void Validate(int workers) => Resolve(workers);
+    internal override void Validate(int workers) => Resolve(workers);
 
+    /// <summary>The most spot rounds an analysis makes (<see cref="SpotRounds"/>).</summary>
     public const int MaxSpotRounds = 256;
 
     /// <summary>Throws, naming the knob, when one is out of range.</summary>
-    public StrifeOptions Resolve(int workers)
+    internal StrifeOptions Resolve(int workers)
     {
         if (BatchSize is < 1 or > 1_000_000) throw new ArgumentOutOfRangeException(nameof(BatchSize), $"Strife batch size {BatchSize}: must be 1..1000000");
         if (!(Alpha > 0 && Alpha <= 1)) throw new ArgumentOutOfRangeException(nameof(Alpha), $"Strife alpha {Alpha}: must be in (0, 1]");
@@ -43,7 +44,7 @@ public sealed record StrifeOptions(int BatchSize = 1000, double Alpha = 0.2, int
 /// step after it (spot, merge, the schedule) or opens the next phase. So a worker may be
 /// anywhere, and a run of fixed size ends when no batch is left, whichever workers remain.
 /// </remarks>
-public sealed class StrifeProtocol : IBatchProtocol
+internal sealed class StrifeProtocol : IBatchProtocol
 {
     readonly StrifeOptions _options;
     readonly Database _db;
@@ -395,7 +396,7 @@ public sealed class StrifeProtocol : IBatchProtocol
 
 /// <summary>What Strife's analyses made of the batches so far.</summary>
 /// <param name="AnalysisSeconds">worker time spent in analysis stages, summed over workers</param>
-public readonly record struct StrifeCounts(long Batches, long Transactions, long Residuals, long Clusters, double AnalysisSeconds)
+internal readonly record struct StrifeCounts(long Batches, long Transactions, long Residuals, long Clusters, double AnalysisSeconds)
 {
     public double ResidualShare => Transactions == 0 ? 0 : Residuals / (double)Transactions;
 }

@@ -8,7 +8,7 @@ namespace Contend.Engine.Protocols.TwoPhaseCommit;
 
 /// <summary>A workload whose records are split over partitions: each partition loads only the
 /// records the map places on it, into tables of the same names and ids on every partition.</summary>
-public interface IPartitionedWorkload
+internal interface IPartitionedWorkload
 {
     string Name { get; }
 
@@ -30,7 +30,7 @@ public interface IPartitionedWorkload
 /// <summary>The knobs of a two-phase commit run.</summary>
 /// <param name="Protocol">each participant's protocol: NoWait, WaitDie or Silo</param>
 /// <param name="SlotsPerNode">transactions each node coordinates at once</param>
-public sealed record TwoPhaseCommitOptions(string Protocol, ClusterTopology Topology, ulong Seed, int SlotsPerNode = 4)
+internal sealed record TwoPhaseCommitOptions(string Protocol, ClusterTopology Topology, ulong Seed, int SlotsPerNode = 4)
 {
     /// <summary>Which partition holds a key; null: a hash over the topology's partitions.</summary>
     public IPartitionMap? Map { get; init; }
@@ -76,7 +76,7 @@ public sealed record TwoPhaseCommitOptions(string Protocol, ClusterTopology Topo
 /// <param name="Failures">transactions whose program threw, with where</param>
 /// <param name="Events">timer firings the run took: the same seed gives the same count</param>
 /// <param name="MultiPartitionCommits">committed transactions that used more than one partition</param>
-public sealed record ClusterRunResult(WorkerStats Stats, TimeSpan Elapsed, IReadOnlyList<CommittedTxn> History,
+internal sealed record ClusterRunResult(WorkerStats Stats, TimeSpan Elapsed, IReadOnlyList<CommittedTxn> History,
                                       IReadOnlyList<string> Atomicity, IReadOnlyList<string> Unfinished, IReadOnlyList<string> Failures,
                                       long Events, long MessagesSent, long MessagesDropped, long MessagesDuplicated, long MultiPartitionCommits)
 {
@@ -94,7 +94,7 @@ public sealed record ClusterRunResult(WorkerStats Stats, TimeSpan Elapsed, IRead
 /// the whole cluster in one thread on <see cref="SimulatedTime"/>: the same options and seed give
 /// the same run, event for event, so a failing seed replays.
 /// </summary>
-public static class TwoPhaseCommitSimulation
+internal static class TwoPhaseCommitSimulation
 {
     /// <summary>The participant protocols two-phase commit runs over.</summary>
     public static IReadOnlyList<string> Protocols { get; } = ["NoWait", "WaitDie", "Silo"];

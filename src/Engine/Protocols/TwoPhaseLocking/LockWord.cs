@@ -18,7 +18,7 @@ namespace Contend.Engine.Protocols.TwoPhaseLocking;
 /// Every change is one CAS; a lost CAS is retried a bounded number of times, then
 /// <see cref="LockResult.Busy"/> lets the caller spin (Garnet's RecordInfo habit).
 /// </summary>
-public static class LockWord
+internal static class LockWord
 {
     const int TimestampBits = 48;
     const long TimestampMask = (1L << TimestampBits) - 1;
@@ -99,4 +99,4 @@ public static class LockWord
     }
 }
 
-public enum LockResult : byte { Acquired, Conflict, Busy }
+internal enum LockResult : byte { Acquired, Conflict, Busy }

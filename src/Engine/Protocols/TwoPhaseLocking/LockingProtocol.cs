@@ -11,7 +11,7 @@ namespace Contend.Engine.Protocols.TwoPhaseLocking;
 /// before-image, and every lock is released only after commit installs the versions (or
 /// abort restores the images). The lock policy on a conflict is the subclass's.
 /// </summary>
-public abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(setup)
+internal abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(setup)
 {
     protected const byte None = 0, Shared = 1, Exclusive = 2;
 
@@ -225,7 +225,7 @@ public abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(setu
 }
 
 /// <summary>2PL that aborts at the first lock it cannot take.</summary>
-public sealed class NoWait(ProtocolSetup setup) : LockingProtocol(setup)
+internal sealed class NoWait(ProtocolSetup setup) : LockingProtocol(setup)
 {
     readonly MutantFlag _ignoreLock = new(setup.Mutants, TwoPhaseLockingMutants.NoWaitIgnoreLock);
 
@@ -248,7 +248,7 @@ public sealed class NoWait(ProtocolSetup setup) : LockingProtocol(setup)
 
 /// <summary>2PL with wait-die: a requester older than every holder waits, a younger one aborts.
 /// Waits only go from older to younger, so no cycle of waits can form.</summary>
-public sealed class WaitDie(ProtocolSetup setup) : LockingProtocol(setup)
+internal sealed class WaitDie(ProtocolSetup setup) : LockingProtocol(setup)
 {
     readonly MutantFlag _youngerWaits = new(setup.Mutants, TwoPhaseLockingMutants.WaitDieYoungerWaits);
 

@@ -15,7 +15,7 @@ namespace Contend.Engine.Protocols.TwoPhaseLocking;
 /// A node belongs to one (worker, access) pair and is reused only after the access
 /// released it, which MutantInitKeepsNext shows must start by clearing next (TryLock).
 /// </summary>
-public sealed class McsLock
+internal sealed class McsLock
 {
     const int NodeLongs = 8, Next = 0, SpinFlag = 1;
 
@@ -91,12 +91,12 @@ public sealed class McsLock
 /// releases it at once (proofs/StealDB.md, C2). That wait ends: the nodes ahead are held by
 /// transactions that finish or time out in turn, and the aborter holds nothing.
 /// </summary>
-public sealed class Mcs(ProtocolSetup setup) : LockingProtocol(setup)
+internal sealed class Mcs(ProtocolSetup setup) : LockingProtocol(setup)
 {
     /// <summary>Rounds of <see cref="Spin.Once"/> before a waiter gives up. Deadlocks are broken
     /// only by this, so it trades their cost against spurious timeouts of long FIFO waits:
     /// measured on 2 workers (contend run --protocol Mcs, 2 s), YCSB theta 0.9 ran at 246K txn/s
-    /// with 1 << 8, 177K with 1 << 10 and 63K with 1 << 12, while StealDB's one-hot-record
+    /// with 2^8, 177K with 2^10 and 63K with 2^12, while StealDB's one-hot-record
     /// workload timed out 77, 7 and 5 times in 2 s.</summary>
     public const int WaitThreshold = 1 << 8;
     const byte Abandoned = 3;

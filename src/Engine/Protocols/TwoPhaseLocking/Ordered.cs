@@ -10,7 +10,7 @@ namespace Contend.Engine.Protocols.TwoPhaseLocking;
 /// own logic. It needs the whole key set up front, so it refuses a program whose keys
 /// depend on earlier ops' results (Strife's LockOrdered baseline has the same limit).
 /// </summary>
-public sealed class Ordered(ProtocolSetup setup) : LockingProtocol(setup)
+internal sealed class Ordered(ProtocolSetup setup) : LockingProtocol(setup)
 {
     public override string Name => TwoPhaseLockingProtocols.Ordered.Name;
 

@@ -12,7 +12,7 @@ namespace Contend.Engine.Protocols.TwoPhaseLocking;
 /// abort that was not needed: safe) or miss one still forming; a deadlock is stable, so
 /// the waiter re-checks every <see cref="CheckEvery"/> rounds and finds it.
 /// </summary>
-public sealed class WaitsFor : LockingProtocol
+internal sealed class WaitsFor : LockingProtocol
 {
     const int CheckEvery = 32;
     const int Stride = TxnContext.MaxOps + 8; // per worker: [0] held count, [1] waiting row + 1, [8..] held rows; own cache lines

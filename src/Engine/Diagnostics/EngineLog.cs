@@ -1,0 +1,23 @@
+using Microsoft.Extensions.Logging;
+
+namespace Contend.Engine.Diagnostics;
+
+/// <summary>What an engine tells its host's log: its start and stop, and what went wrong that
+/// its callers see only one at a time. Source-generated, so a disabled level costs a check.</summary>
+internal static partial class EngineLog
+{
+    [LoggerMessage(1, LogLevel.Information, "Contend engine '{Engine}' started: protocol {Protocol}, {Workers} workers, queue of {QueueCapacity}")]
+    public static partial void Started(ILogger logger, string engine, string protocol, int workers, int queueCapacity);
+
+    [LoggerMessage(2, LogLevel.Information, "Contend engine '{Engine}' stopped: {Committed} committed, {UserAborted} ended by their programs, {ConflictAborts} conflict aborts retried")]
+    public static partial void Stopped(ILogger logger, string engine, long committed, long userAborted, long conflictAborts);
+
+    [LoggerMessage(3, LogLevel.Warning, "Contend engine '{Engine}': program {Program} threw; its transaction failed and was undone, the engine goes on")]
+    public static partial void TransactionFailed(ILogger logger, Exception error, string engine, string program);
+
+    [LoggerMessage(4, LogLevel.Error, "Contend engine '{Engine}' failed and refuses every transaction from now on")]
+    public static partial void EngineFailed(ILogger logger, Exception error, string engine);
+
+    [LoggerMessage(5, LogLevel.Warning, "Contend engine '{Engine}', worker {Worker}: {Reason}")]
+    public static partial void NotPinned(ILogger logger, string engine, int worker, string reason);
+}
