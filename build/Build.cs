@@ -3,7 +3,7 @@
 // restore as a dotnet tool from this project's NuGet copy (docs/toolchain.md); this needs only
 // the .NET SDK the project already requires.
 //
-// Verbs: build, test, specs, models, coyote, traces, bench, run, study, demo. `test` runs every suite
+// Verbs: build, test, specs, models, coyote, traces, bench, run, study, demo, pack, sample. `test` runs every suite
 // and ends with one line "N passed, N failed" over all of them.
 using System.Diagnostics;
 using System.Text.RegularExpressions;
@@ -39,6 +39,8 @@ return verb switch
     "run" => Chain(Build, () => Run("dotnet", [contend, "run", .. rest]).Code),
     "demo" => Chain(Build, () => Run("dotnet", [contend, "demo", .. rest]).Code),
     "study" => Chain(Build, () => Run("dotnet", [contend, "study", .. rest]).Code),
+    "pack" => Chain(Build, Pack),
+    "sample" => Chain(Build, () => Run("dotnet", [Path.Combine(root, "samples", "Bank", "bin", "Release", "net10.0", "Bank.dll"), .. rest]).Code),
     _ => Help(),
 };
 
@@ -54,11 +56,27 @@ int Help()
         "  bench [args]     BenchmarkDotNet benchmarks\n" +
         "  run [args]       contend run (see: run --help)\n" +
         "  study <name>     a paper's throughput study: stealdb or strife (study --help lists its options)\n" +
-        "  demo             a short high-contention YCSB run of every protocol, history checked");
+        "  demo             a short high-contention YCSB run of every protocol, history checked\n" +
+        "  pack             the NuGet packages Contend.Engine and Contend.Hosting, into artifacts/packages\n" +
+        "  sample [args]    the sample bank service (samples/Bank), e.g. sample --urls http://127.0.0.1:5080");
     return verb == "help" ? 0 : 2;
 }
 
 int Build() => Run("dotnet", ["build", "Contend.slnx", "-c", "Release", "-nologo", "-v", "q"]).Code;
+
+// The packages, from the Release build just made: every public member documented (a missing
+// comment fails that build), the public API as PublicAPI.*.txt lists it.
+int Pack()
+{
+    string output = Path.Combine(root, "artifacts", "packages");
+    foreach (var project in new[] { "src/Engine/Contend.Engine.csproj", "src/Hosting/Contend.Hosting.csproj" })
+    {
+        int code = Run("dotnet", ["pack", project, "-c", "Release", "--no-build", "-nologo", "-o", output]).Code;
+        if (code != 0) return code;
+    }
+    Console.WriteLine($"packages in {output}");
+    return 0;
+}
 
 int Chain(Func<int> first, Func<int> then)
 {

@@ -172,6 +172,25 @@ public class ContendEngineTests
 
     /// <summary>The twin: 2PL that releases each lock right after its op must be caught.</summary>
     [Fact]
+    public async Task RowsAreLoadedAndReadOutsideTransactionsOnlyBeforeAnEngineServes()
+    {
+        var db = new Database();
+        var t = db.Create("t", sizeof(long), 4);
+        t.Load(7, BitConverter.GetBytes(42L));
+        var row = new byte[sizeof(long)];
+        Assert.True(t.TryRead(7, row));
+        Assert.Equal(42L, BitConverter.ToInt64(row));
+        Assert.False(t.TryRead(8, row));
+        Assert.Contains("longer than the table's rows", Assert.Throws<ArgumentException>(() => t.Load(9, new byte[9])).Message);
+        Assert.Contains("key 7 loaded twice", Assert.Throws<InvalidOperationException>(() => t.Load(7, row)).Message);
+        var engine = new ContendEngine(db, Options("NoWait"));
+        Assert.Contains("table t: loading key 8: engine 'bank' serves this database", Assert.Throws<InvalidOperationException>(() => t.Load(8, row)).Message);
+        Assert.Contains("table t: reading key 7: engine 'bank' serves this database", Assert.Throws<InvalidOperationException>(() => t.TryRead(7, row)).Message);
+        await engine.DisposeAsync();
+        Assert.Throws<ObjectDisposedException>(() => t.TryRead(7, row)); // the engine disposed the database
+    }
+
+    [Fact]
     public async Task TheBrokenControlIsCaught()
     {
         var o = await RunBank(Options(ProtocolRegistry.BrokenControl), transfersPerCaller: 10_000);

@@ -90,17 +90,15 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
     /// <exception cref="ArgumentException">an option out of range, named; the protocol's options of another type</exception>
     /// <exception cref="InvalidOperationException">another engine serves <paramref name="db"/></exception>
     public ContendEngine(Database db, EngineOptions options, ILogger? logger = null, IMeterFactory? meters = null)
-        : this(db, SerializableOnly(options), mutants: null, taskRequests: false, logger, meters)
+        : this(db, Checked(options), mutants: null, taskRequests: false, logger, meters)
     {
     }
 
-    /// <summary>The registry keeps a protocol that is not serializable, as the history checker's
-    /// positive control; the tests run it through the internal constructor, a service never.</summary>
-    static EngineOptions SerializableOnly(EngineOptions options)
+    static EngineOptions Checked(EngineOptions options)
     {
-        if (options is not null && ProtocolRegistry.TryFind(options.Protocol ?? "", out var d) && !d.Serializable)
-            throw new ArgumentException($"{nameof(EngineOptions)}.{nameof(EngineOptions.Protocol)}: {d.Name} is the history checker's control and not serializable; an engine serves {string.Join(", ", ProtocolRegistry.Names)}", nameof(EngineOptions.Protocol));
-        return options!;
+        ArgumentNullException.ThrowIfNull(options);
+        options.Validate();
+        return options;
     }
 
     /// <param name="mutants">a broken step, for the tests that must catch it: the engine's own
@@ -111,7 +109,7 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
         ArgumentNullException.ThrowIfNull(db);
         ArgumentNullException.ThrowIfNull(options);
         options = options with { }; // the caller's instance stays the caller's to change
-        options.Validate();
+        options.CheckRanges();
         _options = options;
         _protocol = ProtocolRegistry.Create(options.Protocol,
             new ProtocolSetup(db, options.Workers, options.ProtocolOptions) { Mutants = mutants is EngineMutants ? null : mutants });

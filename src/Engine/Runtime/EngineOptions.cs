@@ -44,8 +44,19 @@ public sealed record EngineOptions
     /// <summary>What the meter's series are tagged with as their workload.</summary>
     public string Name { get; set; } = "embedded";
 
+    /// <summary>Throws <see cref="ArgumentException"/> naming the first option out of range, as
+    /// the engine's constructor does (a host checks at start-up with it).</summary>
+    public void Validate()
+    {
+        CheckRanges();
+        // The registry keeps a protocol that is not serializable, as the history checker's
+        // positive control; the tests run it through the engine's internal constructor, a service never.
+        if (ProtocolRegistry.TryFind(Protocol, out var d) && !d.Serializable)
+            throw new ArgumentException($"{nameof(EngineOptions)}.{nameof(Protocol)}: {d.Name} is the history checker's control and not serializable; an engine serves {string.Join(", ", ProtocolRegistry.Names)}", nameof(Protocol));
+    }
+
     /// <summary>Throws <see cref="ArgumentException"/> naming the first option out of range.</summary>
-    internal void Validate()
+    internal void CheckRanges()
     {
         if (string.IsNullOrWhiteSpace(Protocol))
             throw new ArgumentException($"{nameof(EngineOptions)}.{nameof(Protocol)}: a protocol name is required ({string.Join(", ", ProtocolRegistry.Names)})", nameof(Protocol));

@@ -1,0 +1,59 @@
+using Contend.Engine.Runtime;
+using Contend.Engine.Storage;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.DependencyInjection.Extensions;
+using Microsoft.Extensions.Options;
+
+namespace Contend.Hosting;
+
+/// <summary>Registers a <see cref="ContendEngine"/> with a host.</summary>
+public static class ContendServiceCollectionExtensions
+{
+    /// <summary>
+    /// Adds one engine to the host: <see cref="EngineOptions"/> bound from the configuration
+    /// section <paramref name="configSectionPath"/> and checked at start-up, the engine and the
+    /// <typeparamref name="TSchema"/> that <paramref name="load"/> returns as singletons, and a
+    /// hosted service that starts the engine with the host and drains it when the host stops.
+    /// </summary>
+    /// <typeparam name="TSchema">what the handlers need besides the engine: the programs
+    /// <paramref name="load"/> built, say</typeparam>
+    /// <param name="services">the host's services</param>
+    /// <param name="load">creates and loads every table of the empty database it is given, and
+    /// builds the programs against it; runs once, when the engine is first needed (at the
+    /// latest when the host starts)</param>
+    /// <param name="configSectionPath">the configuration section bound to the options</param>
+    /// <returns>the options' builder, to configure them further in code</returns>
+    /// <exception cref="InvalidOperationException">an engine was added already</exception>
+    public static OptionsBuilder<EngineOptions> AddContend<TSchema>(this IServiceCollection services,
+        Func<Database, IServiceProvider, TSchema> load, string configSectionPath = "Contend")
+        where TSchema : class
+    {
+        ArgumentNullException.ThrowIfNull(services);
+        ArgumentNullException.ThrowIfNull(load);
+        if (services.Any(s => s.ServiceType == typeof(ContendEngine)))
+            throw new InvalidOperationException("AddContend: an engine is registered already; a host runs one engine per database, and one database here");
+        services.AddSingleton(sp => new ContendHost<TSchema>(sp, load));
+        services.AddSingleton(sp => sp.GetRequiredService<ContendHost<TSchema>>().Engine);
+        services.AddSingleton(sp => sp.GetRequiredService<ContendHost<TSchema>>().Schema);
+        services.AddHostedService(sp => sp.GetRequiredService<ContendHost<TSchema>>());
+        services.TryAddEnumerable(ServiceDescriptor.Singleton<IValidateOptions<EngineOptions>, EngineOptionsValidation>());
+        return services.AddOptions<EngineOptions>().BindConfiguration(configSectionPath).ValidateOnStart();
+    }
+}
+
+/// <summary>The engine's own checks, run when the host starts rather than at the first request.</summary>
+internal sealed class EngineOptionsValidation : IValidateOptions<EngineOptions>
+{
+    public ValidateOptionsResult Validate(string? name, EngineOptions options)
+    {
+        try
+        {
+            options.Validate();
+            return ValidateOptionsResult.Success;
+        }
+        catch (ArgumentException e)
+        {
+            return ValidateOptionsResult.Fail(e.Message);
+        }
+    }
+}

@@ -1,0 +1,92 @@
+using System.Collections.Concurrent;
+using Contend.Engine.Programs;
+using Contend.Engine.Runtime;
+using Contend.Hosting;
+using Microsoft.Extensions.Configuration;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Options;
+
+namespace Contend.Tests;
+
+/// <summary>
+/// The engine in a generic host: options bound from configuration and checked at start-up, the
+/// engine and the programs as services, the host's stop draining the engine and checking its
+/// history, the host's logger receiving what the engine says.
+/// </summary>
+public class HostingTests
+{
+    sealed record BankPrograms(TxnProgram Transfer, TxnProgram Audit);
+
+    sealed class Collect : ILoggerProvider
+    {
+        public readonly ConcurrentQueue<(string Category, LogLevel Level, string Message)> Entries = new();
+        public ILogger CreateLogger(string categoryName) => new Scoped(this, categoryName);
+        public void Dispose() { }
+
+        sealed class Scoped(Collect into, string category) : ILogger
+        {
+            public IDisposable? BeginScope<TState>(TState state) where TState : notnull => null;
+            public bool IsEnabled(LogLevel logLevel) => true;
+            public void Log<TState>(LogLevel logLevel, EventId eventId, TState state, Exception? exception, Func<TState, Exception?, string> formatter) =>
+                into.Entries.Enqueue((category, logLevel, formatter(state, exception)));
+        }
+    }
+
+    static IHost Host(Dictionary<string, string?> settings, Collect log)
+    {
+        var builder = Microsoft.Extensions.Hosting.Host.CreateEmptyApplicationBuilder(new HostApplicationBuilderSettings());
+        builder.Configuration.AddInMemoryCollection(settings);
+        builder.Logging.AddProvider(log);
+        builder.Services.AddContend((db, _) =>
+        {
+            var (transfer, audit) = ContendEngineTests.OpenAccounts(db);
+            return new BankPrograms(transfer, audit);
+        });
+        return builder.Build();
+    }
+
+    [Fact]
+    public async Task TheHostStartsTheEngineFromConfigurationAndDrainsItOnStop()
+    {
+        var log = new Collect();
+        using var host = Host(new()
+        {
+            ["Contend:Protocol"] = "Silo",
+            ["Contend:Workers"] = "2",
+            ["Contend:Pin"] = "false",
+            ["Contend:RecordHistory"] = "true",
+            ["Contend:Name"] = "hosted",
+        }, log);
+        await host.StartAsync();
+        var engine = host.Services.GetRequiredService<ContendEngine>();
+        var bank = host.Services.GetRequiredService<BankPrograms>();
+        Assert.Equal("Silo", engine.Options.Protocol);
+        var transfers = Enumerable.Range(0, 200).Select(i => engine.ExecuteAsync(bank.Transfer, [i % 3, 3 + i % 3, 1]).AsTask()).ToArray();
+        await host.StopAsync();
+        Assert.All(await Task.WhenAll(transfers), o => Assert.True(o.Committed)); // accepted before the stop, all ran
+        await Assert.ThrowsAsync<EngineClosedException>(() => engine.ExecuteAsync(bank.Transfer, [0, 1, 1]).AsTask());
+        var entries = log.Entries.ToArray();
+        Assert.Contains(entries, e => e.Category == typeof(ContendEngine).FullName && e.Message.Contains("engine 'hosted' started: protocol Silo, 2 workers"));
+        Assert.Contains(entries, e => e.Message.Contains("engine 'hosted' stopped: 200 committed"));
+        Assert.Contains(entries, e => e.Level == LogLevel.Information && e.Message.Contains("history of 200 committed transactions checked: serializable"));
+    }
+
+    [Fact]
+    public async Task OptionsOutOfRangeStopTheHostAtStartNamingTheOption()
+    {
+        using var host = Host(new() { ["Contend:Workers"] = "0" }, new Collect());
+        var refused = await Assert.ThrowsAsync<OptionsValidationException>(() => host.StartAsync());
+        Assert.Contains("EngineOptions.Workers 0: must be 1..255", refused.Message);
+    }
+
+    [Fact]
+    public void OneEnginePerHost()
+    {
+        var services = new ServiceCollection();
+        services.AddContend((db, _) => ContendEngineTests.OpenAccounts(db).Transfer);
+        var twice = Assert.Throws<InvalidOperationException>(() => services.AddContend((db, _) => ContendEngineTests.OpenAccounts(db).Transfer));
+        Assert.Contains("an engine is registered already", twice.Message);
+    }
+}
