@@ -157,7 +157,7 @@ public class ContendEngineTests
     /// of its transfer (under StealDB, whichever worker ran the op), and the engine goes on as
     /// if those transfers had never been tried.</summary>
     [Theory]
-    [MemberData(nameof(PerTransactionProtocols))]
+    [MemberData(nameof(Protocols))]
     public async Task ThrowingBodiesFailTheirTransactionsAndLoseNoMoney(string protocol)
     {
         const int faultEvery = 10;
@@ -410,32 +410,51 @@ public class ContendEngineTests
         await Assert.ThrowsAsync<EngineClosedException>(() => engine.ExecuteAsync(transfer, [0, 1, 1]).AsTask());
     }
 
-    /// <summary>One op whose body throws.</summary>
-    static TxnProgram Faulty(Database db) => new ProgramBuilder("faulty", db, 1).Write("explode", "account", KeySource.FromArg(0), Explode).Build();
-
-    /// <summary>Under a batch protocol a body that throws fails the engine: its own task and every
-    /// other not yet ended fail with it, none is left waiting, and the engine refuses more.</summary>
+    /// <summary>Under Strife, a clustered attempt of a program that declared its bodies never
+    /// abort writes in place without images: a body that throws there cannot be undone, so it
+    /// fails the engine: its own task and every other not yet ended fail with it, none is left
+    /// waiting, and the engine refuses more.</summary>
     [Fact]
-    public async Task AThrowingBodyInABatchFailsTheEngineAndNoTaskHangs()
+    public async Task AThrowWrittenInPlaceFailsTheEngineAndNoTaskHangs()
     {
         var (db, transfer, _) = Bank();
-        var faulty = Faulty(db);
+        var faulty = new ProgramBuilder("faulty", db, 1).Write("explode", "account", KeySource.FromArg(0), DepositThenExplode).BodiesNeverAbort().Build();
         var engine = new ContendEngine(db, Options("Strife") with { ProtocolOptions = new StrifeOptions(BatchSize: 50), QueueCapacity = 4_000 });
-        // Every transaction is submitted before the faulty one can run: once it has, the engine
-        // refuses submissions, and a fast worker could get there while this thread still submits.
-        using var held = new HeldWorker(engine, db);
-        var tasks = new List<Task<TxnOutcome>>();
-        for (int i = 0; i < 3_000; i++)
-            tasks.Add((i == 1_000 ? engine.ExecuteAsync(faulty, [2]) : engine.ExecuteAsync(transfer, [i % Accounts, (i + 1) % Accounts, 1])).AsTask());
-        held.Open();
-        Assert.True((await held.Gate.WaitAsync(Patience)).Committed);
-        await Task.WhenAny(Task.WhenAll(tasks), Task.Delay(Patience));
-        Assert.All(tasks, t => Assert.True(t.IsCompleted, $"a task was left {t.Status} by the failure"));
-        var failed = Assert.IsType<EngineFailedException>(tasks[1_000].Exception!.InnerException);
+        // Alone in its batch, the faulty transaction is a cluster of its own: it runs in place.
+        var failed = await Assert.ThrowsAsync<EngineFailedException>(() => engine.ExecuteAsync(faulty, [2]).AsTask().WaitAsync(Patience));
         Assert.Equal("boom", failed.InnerException!.Message);
-        Assert.True(tasks.Skip(1_001).Any(t => t.IsFaulted), "no transaction after the faulty one failed with the engine");
-        Assert.Contains("boom", (await Assert.ThrowsAsync<EngineFailedException>(() => engine.ExecuteAsync(transfer, [0, 1, 1]).AsTask())).Message);
+        var tasks = Enumerable.Range(0, 200).Select(i => engine.ExecuteAsync(transfer, [i % Accounts, (i + 1) % Accounts, 1]).AsTask()).ToList();
+        await Task.WhenAny(Task.WhenAll(tasks), Task.Delay(Patience));
+        Assert.All(tasks, t => Assert.IsType<EngineFailedException>(t.Exception!.InnerException));
         await engine.DisposeAsync().AsTask().WaitAsync(Patience);
+    }
+
+    /// <summary>Under Strife, a body that throws in a batch fails its own transaction, clustered or
+    /// residual, and nothing else: its attempt is undone, the batch and the engine go on.</summary>
+    [Fact]
+    public async Task AThrowingBodyInABatchFailsItsTransactionAlone()
+    {
+        var (db, transfer, audit) = Bank();
+        var faulty = new ProgramBuilder("faulty", db, 1).Write("explode", "account", KeySource.FromArg(0), DepositThenExplode).Build();
+        await using var engine = new ContendEngine(db, Options("Strife") with { ProtocolOptions = new StrifeOptions(BatchSize: 50), QueueCapacity = 4_000 });
+        // Alone in its batch it is clustered: undone from its images.
+        await Assert.ThrowsAsync<TransactionFailedException>(() => engine.ExecuteAsync(faulty, [3]).AsTask().WaitAsync(Patience));
+        var tasks = new List<(Task<TxnOutcome> Task, bool Faulty)>();
+        for (int i = 0; i < 3_000; i++)
+        {
+            bool fault = i % 100 == 99;
+            tasks.Add(((fault ? engine.ExecuteAsync(faulty, [i % Accounts]) : engine.ExecuteAsync(transfer, [i % Accounts, (i + 1) % Accounts, 1])).AsTask(), fault));
+        }
+        await Task.WhenAny(Task.WhenAll(tasks.Select(t => t.Task)), Task.Delay(Patience));
+        foreach (var (task, fault) in tasks)
+        {
+            Assert.True(task.IsCompleted, $"a task was left {task.Status}");
+            if (fault) Assert.Equal("boom", Assert.IsType<TransactionFailedException>(task.Exception!.InnerException).InnerException!.Message);
+            else Assert.True(task.IsCompletedSuccessfully, $"a transfer failed: {task.Exception?.InnerException}");
+        }
+        var balances = new long[Accounts];
+        Assert.True((await engine.ExecuteAsync(audit, EveryAccount, balances)).Committed);
+        Assert.Equal((long)Accounts * Opening, balances.Sum()); // no deposit of a faulty transaction stayed
     }
 
     /// <summary>A task read twice (a caller's bug) fails the second read and leaves the pooled

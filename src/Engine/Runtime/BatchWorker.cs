@@ -69,6 +69,12 @@ internal sealed class BatchWorker(TxnContext ctx, ITransactionSource source, Wor
     /// a protocol need not call <see cref="Ended"/>.</summary>
     public Action<TxnContext, TxnOutcome>? OnEnded { get; init; }
 
+    /// <summary>Told of a transaction whose program threw (a bug in it) and whose attempt was
+    /// undone, on the worker that ran it, while <see cref="TxnContext.Tag"/> is still its: that
+    /// transaction alone fails and the batch goes on. Null for the pool, whose run a throwing
+    /// body ends (as it ends the engine's when the attempt could not be undone).</summary>
+    public Action<TxnContext, Exception>? OnFailed { get; init; }
+
     /// <summary>False once the run is stopping: start no new batch.</summary>
     public bool Running => Volatile.Read(ref Control.Phase) != WorkerPool.Stop; // a failure sets Stop too
 
@@ -117,6 +123,14 @@ internal sealed class BatchWorker(TxnContext ctx, ITransactionSource source, Wor
     public void Ended(Outcome outcome, AbortReason reason, int attempts)
     {
         OnEnded?.Invoke(Ctx, TxnOutcome.Of(Ctx, outcome, reason, attempts));
+        Ctx.Tag = null;
+    }
+
+    /// <summary>A transaction's program threw and its attempt was undone: tells
+    /// <see cref="OnFailed"/>, then forgets the transaction's tag.</summary>
+    public void EndedByFailure(Exception error)
+    {
+        OnFailed!.Invoke(Ctx, error);
         Ctx.Tag = null;
     }
 }

@@ -24,10 +24,11 @@ namespace Contend.Engine.Runtime;
 /// Errors: a bad argument throws at the call; everything else ends the returned task: the
 /// queue full under <see cref="WhenQueueFull.Refuse"/> (<see cref="EngineQueueFullException"/>),
 /// the engine closed (<see cref="EngineClosedException"/>) or failed (<see cref="EngineFailedException"/>),
-/// the caller's token (<see cref="OperationCanceledException"/>), or, under a per-transaction
-/// protocol, a body or key function that threw (<see cref="TransactionFailedException"/>,
-/// the attempt undone and its locks released; the engine goes on). Under a batch protocol such
-/// a throw fails the engine: the batch's other transactions cannot be told apart from it.
+/// the caller's token (<see cref="OperationCanceledException"/>), or a body or key function
+/// that threw (<see cref="TransactionFailedException"/>, the attempt undone and its locks
+/// released; the engine and a batch go on). Only a throw that cannot be undone fails the
+/// engine: under Strife, a clustered attempt of a program built with
+/// <see cref="ProgramBuilder.BodiesNeverAbort"/> writes in place without images.
 /// <para>Cancellation: the token cancels a wait for room in the queue; a worker that takes a
 /// cancelled request ends it without running it; under a per-transaction protocol it is also
 /// read before each retry of a conflict abort. A transaction in a batch runs to its end.</para>
@@ -131,7 +132,7 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
             var stats = _workers.Stats[w];
             ulong rng = Rng.Seed(0xE9_61E5, w);
             Action serve = _protocol is IBatchProtocol batch
-                ? () => ServeBatches(batch, new BatchWorker(ctx, source, stats, rng, _control) { OnEnded = Answer })
+                ? () => ServeBatches(batch, new BatchWorker(ctx, source, stats, rng, _control) { OnEnded = Answer, OnFailed = AnswerFailure })
                 : () => ServeTransactions((ITransactionProtocol)_protocol, ctx, stats, rng);
             int core = options.Pin ? w : -1, worker = w;
             new Thread(() => Serve(serve, worker, core)) { IsBackground = true, Name = $"contend-{options.Name}-{w}" }.Start();
@@ -503,6 +504,13 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
     static void Answer(TxnContext ctx, TxnOutcome outcome)
     {
         if (ctx.Tag is EngineRequest request) request.Succeed(ctx, outcome); // no tag: a twin's second run of a committed transaction
+    }
+
+    /// <summary>A batch transaction whose program threw, its attempt undone: it alone fails.</summary>
+    void AnswerFailure(TxnContext ctx, Exception error)
+    {
+        EngineLog.TransactionFailed(_log, error, _options.Name, ctx.Program.Name);
+        if (ctx.Tag is EngineRequest request) request.Fail(new TransactionFailedException(ctx.Program, error));
     }
 
     /// <summary>Every batch worker's source: the queue, which a batch draws from only after

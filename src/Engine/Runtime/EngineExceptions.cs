@@ -34,10 +34,11 @@ public sealed class EngineClosedException(string name)
     public override bool Retryable => false;
 }
 
-/// <summary>The engine failed (a worker's thread died: under a batch protocol, a program's body
-/// or key function threw in a batch) before this transaction ended, and takes no more. The
-/// transaction did not commit; rows its batch wrote in place without images (a program built
-/// with <see cref="ProgramBuilder.BodiesNeverAbort"/>) keep what was written.</summary>
+/// <summary>The engine failed (a worker's thread died: under Strife, a body threw in a
+/// clustered attempt of a program built with <see cref="ProgramBuilder.BodiesNeverAbort"/>,
+/// which writes in place without images and cannot be undone) before this transaction ended,
+/// and takes no more. The transaction did not commit; the rows that attempt wrote keep what
+/// was written.</summary>
 public sealed class EngineFailedException(string name, Exception cause)
     : ContendException($"engine '{name}' failed and takes no more transactions: {cause.Message}", cause)
 {
@@ -47,7 +48,7 @@ public sealed class EngineFailedException(string name, Exception cause)
 
 /// <summary>The transaction's program failed: one of its bodies or key functions threw (a bug in
 /// the program, the exception inner). Its attempt was undone and its locks released; the
-/// engine goes on. The same call fails the same way.</summary>
+/// engine goes on, and under a batch protocol so does the batch. The same call fails the same way.</summary>
 public sealed class TransactionFailedException(TxnProgram program, Exception cause)
     : ContendException($"program {program.Name} threw: {cause.Message}; its attempt was undone", cause)
 {

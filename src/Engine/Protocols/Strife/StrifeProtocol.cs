@@ -301,7 +301,17 @@ internal sealed class StrifeProtocol : IBatchProtocol
             int slot = b.WorkOrder[i];
             if (i + 1 < end) PrefetchRows(b, b.WorkOrder[i + 1]);
             Load(b, n, slot, worker.Ctx, clustered: true);
-            var outcome = _cluster.Run(worker.Ctx, out var reason);
+            Outcome outcome;
+            AbortReason reason;
+            try
+            {
+                outcome = _cluster.Run(worker.Ctx, out reason);
+            }
+            catch (Exception e) when (worker.OnFailed is not null && _cluster.UndoesAFailedAttempt(worker.Ctx))
+            {
+                Fail(b, n, slot, worker, e); // undone: the cluster goes on without it
+                continue;
+            }
             Debug.Assert(outcome != Outcome.Aborted, $"batch {n}, slot {slot}: a clustered transaction met a conflict ({reason})");
             worker.Count(outcome, reason, b.StartTicks[slot]);
             Observer?.Ended(n, slot, outcome);
@@ -339,7 +349,18 @@ internal sealed class StrifeProtocol : IBatchProtocol
         var gate = new ResidualGate(Observer, worker, n, slot, b.StartTicks[slot]);
         for (bool runAgain = _retryAfterCommit; ; runAgain = false)
         {
-            var outcome = Attempts.RunToEnd(_residual, ctx, ref worker.Rng, ref gate, out var reason, out int attempts);
+            Outcome outcome;
+            AbortReason reason;
+            int attempts;
+            try
+            {
+                outcome = Attempts.RunToEnd(_residual, ctx, ref worker.Rng, ref gate, out reason, out attempts);
+            }
+            catch (Exception e) when (worker.OnFailed is not null) // a residual attempt keeps images: undone
+            {
+                Fail(b, n, slot, worker, e);
+                break;
+            }
             Observer?.Ended(n, slot, outcome);
             if (worker.OnEnded is not null) Answer(b, slot, worker, outcome, reason, attempts);
             if (!(runAgain && outcome == Outcome.Committed)) break; // the twin: a worker runs the committed transaction once more
@@ -377,6 +398,18 @@ internal sealed class StrifeProtocol : IBatchProtocol
     {
         worker.Ctx.Tag = b.Tag[slot];
         worker.Ended(outcome, reason, attempts);
+        b.Tag[slot] = null;
+    }
+
+    /// <summary>The slot's program threw and its attempt was undone: that transaction fails, as
+    /// a per-transaction protocol's does (<see cref="Runtime.TransactionFailedException"/>), and
+    /// the batch goes on. The observer sees it end as a logic abort does: nothing of it stays.
+    /// Decided here; the paper does not say what a failing transaction does to its batch.</summary>
+    void Fail(StrifeBatch b, uint n, int slot, BatchWorker worker, Exception error)
+    {
+        Observer?.Ended(n, slot, Outcome.UserAborted);
+        worker.Ctx.Tag = b.Tag[slot];
+        worker.EndedByFailure(error);
         b.Tag[slot] = null;
     }
 

@@ -46,6 +46,10 @@ internal abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(se
     /// unless the protocol has ruled out every abort of the attempt.</summary>
     protected virtual bool KeepsImages(TxnContext ctx) => true;
 
+    /// <summary>Whether an attempt that ended by an exception (a body that threw) was undone,
+    /// every row it wrote given back its image: then that transaction alone has failed.</summary>
+    internal bool UndoesAFailedAttempt(TxnContext ctx) => KeepsImages(ctx);
+
     /// <summary>Releases whatever access <paramref name="access"/> holds.</summary>
     private protected virtual void Unlock(TxnContext ctx, LockingState state, Table table, int access)
     {
