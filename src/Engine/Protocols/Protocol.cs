@@ -12,7 +12,10 @@ public enum Outcome : byte
     Committed,
     /// <summary>Its program's logic or input ended it (<see cref="AbortReason"/> says which): nothing of it was written, and a retry would end the same way.</summary>
     UserAborted,
-    /// <summary>An attempt lost a conflict with another transaction; the engine retries it.</summary>
+    /// <summary>An attempt lost a conflict with another transaction, and the engine retries it;
+    /// as a transaction's outcome, it gave up: its deadline passed (<see cref="AbortReason.Deadline"/>)
+    /// or its attempts ran out (<see cref="Runtime.EngineOptions.MaxAttempts"/>; the reason is
+    /// its last conflict's). Nothing of it was written; the caller may try again.</summary>
     Aborted,
 }
 
@@ -40,6 +43,10 @@ public enum AbortReason : byte
     /// <summary>Across partitions: a participant's answer did not reach the coordinator in time
     /// (a message lost, a link cut, or a lock wait longer than the coordinator waits).</summary>
     NoReply,
+    /// <summary>The transaction gave up: its deadline (<see cref="Runtime.EngineOptions.Deadline"/>)
+    /// passed while it waited for a lock, was queued, or was about to retry; or its caller
+    /// cancelled during a lock wait (the call then ends with <see cref="OperationCanceledException"/>).</summary>
+    Deadline,
 }
 
 internal static class AbortReasons

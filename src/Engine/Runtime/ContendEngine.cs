@@ -29,8 +29,10 @@ namespace Contend.Engine.Runtime;
 /// released; the engine and a batch go on). Only a throw that cannot be undone fails the
 /// engine: under Strife, a clustered attempt of a program built with
 /// <see cref="ProgramBuilder.BodiesNeverAbort"/> writes in place without images.
-/// <para>Cancellation: the token cancels a wait for room in the queue; a worker that takes a
-/// cancelled request ends it without running it; under a per-transaction protocol it is also
+/// <para>Cancellation and <see cref="EngineOptions.Deadline"/>: the token cancels a wait for
+/// room in the queue; a worker that takes a cancelled request, or one past its deadline, ends it
+/// without running it; under a per-transaction protocol both also end a lock wait (the attempt
+/// undone; under the queue locks the answer waits for the lock ahead to be released) and are
 /// read before each retry of a conflict abort. A transaction in a batch runs to its end.</para>
 /// <para>The caller's execution context does not flow to the bodies: they run on the engine's
 /// workers (under StealDB, on whichever worker steals the op), so an <see cref="AsyncLocal{T}"/>,
@@ -76,6 +78,9 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
     /// <summary>Twins (<see cref="EngineMutants"/>).</summary>
     readonly MutantFlag _lostWakeup, _closeWithoutWait;
     readonly ILogger _log;
+    /// <summary><see cref="EngineOptions.Deadline"/> in Stopwatch ticks; 0: none.</summary>
+    readonly long _deadlineTicks;
+    readonly int _maxAttempts;
 
     /// <summary>The name of the engine's meter (<see cref="System.Diagnostics.Metrics"/>) and of its
     /// activity source (<see cref="System.Diagnostics.ActivitySource"/>), for OpenTelemetry's
@@ -119,6 +124,8 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
         _taskRequests = taskRequests;
         _giveBack = _pool.Enqueue;
         _log = logger ?? NullLogger.Instance;
+        _deadlineTicks = options.Deadline is { } deadline ? Math.Max(1, (long)(deadline.TotalSeconds * Stopwatch.Frequency)) : 0;
+        _maxAttempts = options.MaxAttempts ?? int.MaxValue;
         _workers = new EmbeddedWorkers(_protocol, options.Workers, options.RecordHistory, options.Name,
                                        meters is null ? EngineMetrics.Default : EngineMetrics.For(meters));
         _lostWakeup = new(mutants, EngineMutants.LostWakeup);
@@ -192,7 +199,7 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
             throw new ArgumentException($"program {program.Name}: has {program.Ops.Length} ops, so its results need as many slots, given {results.Length}", nameof(results));
         if (cancel.IsCancellationRequested) return ValueTask.FromCanceled<TxnOutcome>(cancel);
         var request = Rent();
-        request.Fill(this, program, args, results, cancel);
+        request.Fill(this, program, args, results, cancel, _deadlineTicks == 0 ? long.MaxValue : Stopwatch.GetTimestamp() + _deadlineTicks);
         var task = request.Task; // before the enqueue: a worker may answer at once
         if (!_room.Wait(0))
         {
@@ -459,12 +466,22 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
             request.Fail(new OperationCanceledException(request.Cancel));
             return;
         }
+        long now = Stopwatch.GetTimestamp();
+        if (now >= request.Deadline)
+        {
+            request.Succeed(ctx, new TxnOutcome(Outcome.Aborted, AbortReason.Deadline, 0)); // passed while queued: not run
+            return;
+        }
         request.Args.AsSpan(0, program.ArgCount).CopyTo(ctx.Args);
         ctx.Start(program, Interlocked.Increment(ref _control.Timestamps));
-        var gate = new UntilCancelled(stats, Stopwatch.GetTimestamp(), request.Cancel);
+        ctx.Cancel = request.Cancel; // the lock waits read both (TxnContext.GivingUp)
+        ctx.Deadline = request.Deadline;
+        var gate = new UntilGivenUp(stats, now, _maxAttempts);
         try
         {
             var outcome = Attempts.RunToEnd(protocol, ctx, ref rng, ref gate, out var reason, out int attempts);
+            // Given up: its deadline, whatever the last conflict was, or its attempts ran out.
+            if (outcome == Outcome.Aborted && Stopwatch.GetTimestamp() >= request.Deadline) reason = AbortReason.Deadline;
             request.Succeed(ctx, TxnOutcome.Of(ctx, outcome, reason, attempts));
         }
         catch (OperationCanceledException e) when (e.CancellationToken == request.Cancel)
@@ -478,15 +495,16 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
         }
     }
 
-    /// <summary>A request's transaction: counted from its first attempt's start, retried until the caller cancels.</summary>
-    readonly struct UntilCancelled(WorkerStats stats, long start, CancellationToken cancel) : IAttemptGate
+    /// <summary>A request's transaction: counted from its first attempt's start, retried until
+    /// the caller cancels (which throws), its deadline passes, or its attempts run out.</summary>
+    readonly struct UntilGivenUp(WorkerStats stats, long start, int maxAttempts) : IAttemptGate
     {
         public void Count(Outcome outcome, AbortReason reason) => stats.Count(outcome, reason, start);
 
         public bool Retry(TxnContext ctx)
         {
-            cancel.ThrowIfCancellationRequested();
-            return true;
+            ctx.Cancel.ThrowIfCancellationRequested();
+            return ctx.ConflictRetries + 1 < maxAttempts && Stopwatch.GetTimestamp() < ctx.Deadline;
         }
     }
 

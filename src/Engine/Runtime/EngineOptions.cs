@@ -44,6 +44,20 @@ public sealed record EngineOptions
     /// <summary>What the meter's series are tagged with as their workload.</summary>
     public string Name { get; set; } = "embedded";
 
+    /// <summary>The longest a transaction may take from its submission; null: no limit. Past it,
+    /// a per-transaction protocol's transaction gives up wherever it is, queued, in a lock wait
+    /// or before a retry, and ends <see cref="Outcome.Aborted"/> with
+    /// <see cref="AbortReason.Deadline"/>, its attempt undone. Under the queue locks (Mcs,
+    /// StealDB) the waiter gives up at once, but its node stays queued until the lock ahead of
+    /// it is released, and the answer comes then. Under a batch protocol it does not apply: a
+    /// batch draws the transaction from the queue and runs it to its end.</summary>
+    public TimeSpan? Deadline { get; set; }
+
+    /// <summary>The most attempts a per-transaction protocol's transaction makes, the conflict
+    /// aborts retried included; null: no limit. When the last one loses a conflict, the
+    /// transaction ends <see cref="Outcome.Aborted"/> with that conflict's reason.</summary>
+    public int? MaxAttempts { get; set; }
+
     /// <summary>Throws <see cref="ArgumentException"/> naming the first option out of range, as
     /// the engine's constructor does (a host checks at start-up with it).</summary>
     public void Validate()
@@ -70,5 +84,9 @@ public sealed record EngineOptions
             throw new ArgumentOutOfRangeException(nameof(WhenQueueFull), WhenQueueFull, $"{nameof(EngineOptions)}.{nameof(WhenQueueFull)} {WhenQueueFull}: Wait or Refuse");
         if (string.IsNullOrEmpty(Name))
             throw new ArgumentException($"{nameof(EngineOptions)}.{nameof(Name)}: the meter's workload tag must not be empty", nameof(Name));
+        if (Deadline is { } deadline && deadline <= TimeSpan.Zero)
+            throw new ArgumentOutOfRangeException(nameof(Deadline), deadline, $"{nameof(EngineOptions)}.{nameof(Deadline)} {deadline}: must be positive, or null for none");
+        if (MaxAttempts is < 1)
+            throw new ArgumentOutOfRangeException(nameof(MaxAttempts), MaxAttempts, $"{nameof(EngineOptions)}.{nameof(MaxAttempts)} {MaxAttempts}: must be at least 1, or null for no limit");
     }
 }

@@ -17,6 +17,8 @@ internal abstract class EngineRequest
     public long[] Args = [];
     public Memory<long> Results;
     public CancellationToken Cancel;
+    /// <summary>When it gives up, a Stopwatch timestamp; long.MaxValue: never (<see cref="EngineOptions.Deadline"/>).</summary>
+    public long Deadline;
     /// <summary>1 once answered: a failing engine may try to fail a request already answered.</summary>
     int _ended;
     /// <summary>The engine that answers it, for its span.</summary>
@@ -26,8 +28,9 @@ internal abstract class EngineRequest
     ActivityContext _traceParent;
     long _traceStart;
 
-    public void Fill(ContendEngine engine, TxnProgram program, ReadOnlySpan<long> args, Memory<long> results, CancellationToken cancel)
+    public void Fill(ContendEngine engine, TxnProgram program, ReadOnlySpan<long> args, Memory<long> results, CancellationToken cancel, long deadline)
     {
+        Deadline = deadline;
         _engine = engine;
         _traced = EngineTracing.Begin(out _traceParent, out _traceStart);
         Program = program;

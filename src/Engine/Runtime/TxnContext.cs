@@ -90,9 +90,25 @@ internal sealed class TxnContext
         Recorder = recorder;
     }
 
-    /// <summary>Starts a new transaction (not a retry): takes a fresh WaitDie timestamp.</summary>
+    /// <summary>The caller's token, read by the lock waits (<see cref="GivingUp"/>); none but
+    /// the engine's requests have one.</summary>
+    public CancellationToken Cancel;
+
+    /// <summary>When the transaction gives up, a <see cref="Stopwatch"/> timestamp; long.MaxValue: never.</summary>
+    public long Deadline = long.MaxValue;
+
+    /// <summary>True once the transaction should give up what it waits for: its deadline has
+    /// passed or its caller has cancelled. A lock wait that sees it aborts the attempt
+    /// (<see cref="Protocols.AbortReason.Deadline"/>), which undoes it as any abort does.</summary>
+    public bool GivingUp =>
+        Deadline != long.MaxValue && Stopwatch.GetTimestamp() >= Deadline || Cancel.IsCancellationRequested;
+
+    /// <summary>Starts a new transaction (not a retry): takes a fresh WaitDie timestamp, with
+    /// no token and no deadline (the engine sets its request's after).</summary>
     public void Start(TxnProgram program, long timestamp)
     {
+        Cancel = default;
+        Deadline = long.MaxValue;
         Program = program;
         Timestamp = timestamp;
         ConflictRetries = 0;

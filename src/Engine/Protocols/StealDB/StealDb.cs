@@ -591,11 +591,14 @@ internal sealed class StealDb : ITransactionProtocol
                     Trace?.Add(new(StealDbAction.WaiterProceed, RunnerTid(runner), tid, op));
                     return true;
                 }
-                if (idle >= _options.WaitThreshold)
+                // The transaction's deadline or its caller's cancellation gives the wait up
+                // too: WaiterTimeout is enabled at any step of a wait, not at a threshold only.
+                bool givingUp = idle < _options.WaitThreshold && s.Ctx.GivingUp;
+                if (idle >= _options.WaitThreshold || givingUp)
                 {
                     // WaiterTimeout (C2): the node stays queued; the owner releases it at the head.
                     s.Ops[op].Lock = Abandoned;
-                    Doom(s, AbortReason.WaitTimeout);
+                    Doom(s, givingUp ? AbortReason.Deadline : AbortReason.WaitTimeout);
                     Finish(s, op, tid, insertDependents: false, runner);
                     Trace?.Add(new(StealDbAction.WaiterTimeout, RunnerTid(runner), tid, op));
                     return false;

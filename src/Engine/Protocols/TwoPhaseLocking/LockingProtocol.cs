@@ -212,6 +212,11 @@ internal abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(se
                 reason = AbortReason.Die;
                 return false;
             }
+            if (result == LockResult.Conflict && ctx.GivingUp)
+            {
+                reason = AbortReason.Deadline;
+                return false;
+            }
             Spin.Once(ref wait);
         }
     }

@@ -118,10 +118,10 @@ internal sealed class Mcs(ProtocolSetup setup) : LockingProtocol(setup)
             var wait = new SpinWait();
             for (int round = 0; !_lock.CheckAcquired(node); round++)
             {
-                if (round == WaitThreshold)
+                if (round == WaitThreshold || ctx.GivingUp)
                 {
                     state.Mode[access] = Abandoned;
-                    reason = AbortReason.WaitTimeout;
+                    reason = round == WaitThreshold ? AbortReason.WaitTimeout : AbortReason.Deadline;
                     return false;
                 }
                 Spin.Once(ref wait);

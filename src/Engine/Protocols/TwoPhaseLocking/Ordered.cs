@@ -57,7 +57,16 @@ internal sealed class Ordered(ProtocolSetup setup) : LockingProtocol(setup)
         {
             var table = Db[ctx.AccTable[i]];
             var wait = new SpinWait();
-            while (TryLockWord(ctx, state, table, i, state.WantsExclusive[i], out _) != LockResult.Acquired) Spin.Once(ref wait);
+            while (TryLockWord(ctx, state, table, i, state.WantsExclusive[i], out _) != LockResult.Acquired)
+            {
+                if (ctx.GivingUp)
+                {
+                    Abort(ctx); // releases the locks taken so far; nothing is written yet
+                    reason = AbortReason.Deadline;
+                    return Outcome.Aborted;
+                }
+                Spin.Once(ref wait);
+            }
             ctx.AccVersion[i] = Volatile.Read(ref table.Version(ctx.AccRow[i]));
         }
         return RunOps(ctx, out reason);

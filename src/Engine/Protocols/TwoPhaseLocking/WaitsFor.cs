@@ -52,6 +52,12 @@ internal sealed class WaitsFor : LockingProtocol
                 reason = AbortReason.Deadlock;
                 return false;
             }
+            if (result == LockResult.Conflict && ctx.GivingUp)
+            {
+                Volatile.Write(ref _published[me + 1], 0);
+                reason = AbortReason.Deadline;
+                return false;
+            }
             Spin.Once(ref wait);
         }
         reason = AbortReason.None;
