@@ -171,6 +171,32 @@ public class ContendEngineTests
     }
 
     /// <summary>The twin: 2PL that releases each lock right after its op must be caught.</summary>
+    /// <summary>A transaction whose two ops write one row: every protocol but StealDB's commits
+    /// it; StealDB's, whose ops each hold their own row's lock and would wait for ever on their
+    /// own transaction, refuse it with an error naming both ops, and go on.</summary>
+    [Theory]
+    [MemberData(nameof(Protocols))]
+    public async Task TwoOpsOnOneRow(string protocol)
+    {
+        var (db, transfer, audit) = Bank();
+        var twice = new ProgramBuilder("twice", db, 3)
+            .Write("withdraw", "account", KeySource.FromArg(0), Withdraw)
+            .Write("deposit", "account", KeySource.FromArg(1), Deposit)
+            .Build();
+        await using var engine = new ContendEngine(db, Options(protocol));
+        var run = engine.ExecuteAsync(twice, [2, 2, 10]).AsTask().WaitAsync(Patience);
+        if (protocol.StartsWith("StealDB", StringComparison.Ordinal))
+        {
+            var refused = await Assert.ThrowsAsync<TransactionFailedException>(() => run);
+            Assert.Contains("op deposit and op withdraw use the same row of table account (key 2)", refused.InnerException!.Message);
+        }
+        else Assert.True((await run).Committed);
+        Assert.True((await engine.ExecuteAsync(transfer, [2, 3, 10]).AsTask().WaitAsync(Patience)).Committed);
+        var balances = new long[Accounts];
+        Assert.True((await engine.ExecuteAsync(audit, EveryAccount, balances)).Committed);
+        Assert.Equal((long)Accounts * Opening, balances.Sum());
+    }
+
     [Fact]
     public async Task RowsAreLoadedAndReadOutsideTransactionsOnlyBeforeAnEngineServes()
     {

@@ -4,7 +4,12 @@ using Contend.Engine.Storage;
 namespace Contend.Engine.Programs;
 
 /// <summary>A program the builder rejects: the message names the program and the op.</summary>
-public sealed class ProgramException(string message) : Exception(message);
+public sealed class ProgramException : Exception
+{
+    internal ProgramException(string message) : base(message)
+    {
+    }
+}
 
 /// <summary>Where an op's key comes from.</summary>
 public readonly struct KeySource

@@ -74,10 +74,15 @@ public sealed record DuplicateKey(string Program, string Op, string Table, long 
 
 /// <summary>A duplicate key that could not end as an abort: what the insert met, and why it was
 /// raised instead.</summary>
-public sealed class DuplicateKeyException(DuplicateKey duplicate, string why) : InvalidOperationException($"{duplicate}: {why}")
+public sealed class DuplicateKeyException : InvalidOperationException
 {
+    internal DuplicateKeyException(DuplicateKey duplicate, string why) : base($"{duplicate}: {why}")
+    {
+        Duplicate = duplicate;
+    }
+
     /// <summary>The insert refused.</summary>
-    public DuplicateKey Duplicate { get; } = duplicate;
+    public DuplicateKey Duplicate { get; }
 }
 
 /// <summary>A participant's answer to prepare: yes (it can commit whatever the others do, and

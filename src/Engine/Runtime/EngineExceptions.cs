@@ -18,18 +18,26 @@ public abstract class ContendException : Exception
 
 /// <summary>The request queue was full and the engine is configured to refuse
 /// (<see cref="WhenQueueFull.Refuse"/>): nothing ran; try again after a back-off.</summary>
-public sealed class EngineQueueFullException(int capacity)
-    : ContendException($"the engine's request queue is full ({capacity} waiting): nothing ran; retry after a back-off, or configure WhenQueueFull.Wait")
+public sealed class EngineQueueFullException : ContendException
 {
+    internal EngineQueueFullException(int capacity)
+        : base($"the engine's request queue is full ({capacity} waiting): nothing ran; retry after a back-off, or configure WhenQueueFull.Wait")
+    {
+    }
+
     /// <inheritdoc/>
     public override bool Retryable => true;
 }
 
 /// <summary>The engine is closing or closed (<see cref="ContendEngine.DisposeAsync"/>): the
 /// transaction did not run.</summary>
-public sealed class EngineClosedException(string name)
-    : ContendException($"engine '{name}' is closed and takes no more transactions: the transaction did not run")
+public sealed class EngineClosedException : ContendException
 {
+    internal EngineClosedException(string name)
+        : base($"engine '{name}' is closed and takes no more transactions: the transaction did not run")
+    {
+    }
+
     /// <inheritdoc/>
     public override bool Retryable => false;
 }
@@ -39,9 +47,13 @@ public sealed class EngineClosedException(string name)
 /// which writes in place without images and cannot be undone) before this transaction ended,
 /// and takes no more. The transaction did not commit; the rows that attempt wrote keep what
 /// was written.</summary>
-public sealed class EngineFailedException(string name, Exception cause)
-    : ContendException($"engine '{name}' failed and takes no more transactions: {cause.Message}", cause)
+public sealed class EngineFailedException : ContendException
 {
+    internal EngineFailedException(string name, Exception cause)
+        : base($"engine '{name}' failed and takes no more transactions: {cause.Message}", cause)
+    {
+    }
+
     /// <inheritdoc/>
     public override bool Retryable => false;
 }
@@ -49,11 +61,16 @@ public sealed class EngineFailedException(string name, Exception cause)
 /// <summary>The transaction's program failed: one of its bodies or key functions threw (a bug in
 /// the program, the exception inner). Its attempt was undone and its locks released; the
 /// engine goes on, and under a batch protocol so does the batch. The same call fails the same way.</summary>
-public sealed class TransactionFailedException(TxnProgram program, Exception cause)
-    : ContendException($"program {program.Name} threw: {cause.Message}; its attempt was undone", cause)
+public sealed class TransactionFailedException : ContendException
 {
+    internal TransactionFailedException(TxnProgram program, Exception cause)
+        : base($"program {program.Name} threw: {cause.Message}; its attempt was undone", cause)
+    {
+        Program = program.Name;
+    }
+
     /// <summary>The program's name.</summary>
-    public string Program => program.Name;
+    public string Program { get; }
 
     /// <inheritdoc/>
     public override bool Retryable => false;

@@ -388,14 +388,39 @@ internal sealed class StealDb : ITransactionProtocol
     {
         if (!Claim(s, op, tid, runner)) return;
         Audit?.Claimed(tid, op);
-        switch (TryLock(s, op, tid, runner, out int node, out int predecessor))
+        switch (TryLock(s, op, tid, runner, out int node, out int predecessor, out int predecessorOp))
         {
             case LockStep.Finished:
+                return;
+            case LockStep.Queued when predecessor == s.Worker:
+                GiveUpWaitOnItself(s, op, predecessorOp, tid, runner);
                 return;
             case LockStep.Queued when !_runWithoutLock && !AwaitLock(s, op, node, tid, predecessor, depth, runner):
                 return; // WaiterTimeout
         }
         Execute(s, op, tid, runner);
+    }
+
+    /// <summary>
+    /// The op's node was queued right behind a node of its own transaction: another of its ops
+    /// locked the same row, and holds it (or will) until the transaction ends, so this wait
+    /// would end only at the threshold, and every retry would meet it again. The spec has one
+    /// op per record; the engine refuses such a transaction instead of looping: the wait is
+    /// given up at once (WaiterTimeout, enabled at any step of a wait; the node stays queued
+    /// for the owner's release), and the transaction fails, naming both ops. Decided here; a
+    /// second op on a row further back in the queue still meets the threshold first.
+    /// </summary>
+    void GiveUpWaitOnItself(Slot s, int op, int ahead, long tid, int runner)
+    {
+        using var step = new TracedStep(Trace);
+        var program = s.Ctx.Program;
+        var o = program.Ops[op];
+        s.Ops[op].Lock = Abandoned;
+        Fail(s, new InvalidOperationException(
+            $"program {program.Name}: op {o.Name} and op {program.Ops[ahead].Name} use the same row of table {_db[o.TableId].Name} (key {o.ResolveKey(s.Ctx.Args, s.Ctx.Results)}); " +
+            "StealDB runs a transaction's ops on any worker, each holding its own row's lock, so each op must use a row of its own"));
+        Finish(s, op, tid, insertDependents: false, runner);
+        Trace?.Add(new(StealDbAction.WaiterTimeout, RunnerTid(runner), tid, op));
     }
 
     /// <summary>RunOpClaim: Alg. 2 line 1, CAS(&amp;op.tid, tid, null). False: someone else has it.</summary>
@@ -424,11 +449,11 @@ internal sealed class StealDb : ITransactionProtocol
     /// <summary>RunOpTryLock: Alg. 2 lines 3-6 and Alg. 4. A doomed transaction's op is skipped,
     /// not locked; otherwise the op's node is appended and the old tail is its predecessor (its
     /// worker in <paramref name="predecessor"/>).</summary>
-    LockStep TryLock(Slot s, int op, long tid, int runner, out int node, out int predecessor)
+    LockStep TryLock(Slot s, int op, long tid, int runner, out int node, out int predecessor, out int predecessorOp)
     {
         using var step = new TracedStep(Trace);
         node = Node(s, op);
-        predecessor = -1;
+        predecessor = predecessorOp = -1;
         if (Volatile.Read(ref s.Words.Doom) != 0)
         {
             Finish(s, op, tid, insertDependents: false, runner);
@@ -466,7 +491,11 @@ internal sealed class StealDb : ITransactionProtocol
         }
         s.Ops[op].Row = row;
         bool granted = _lock.TryLock(ref table.Word(row), node, out long tail);
-        if (!granted) predecessor = (int)((tail - 1) / TxnContext.MaxOps);
+        if (!granted)
+        {
+            predecessor = (int)((tail - 1) / TxnContext.MaxOps);
+            predecessorOp = (int)((tail - 1) % TxnContext.MaxOps);
+        }
         Trace?.Add(new(StealDbAction.RunOpTryLock, RunnerTid(runner), tid, op,
                        Predecessor: granted ? 0 : _slots[predecessor].Ctx.TxnId, Row: HistoryRecorder.RowKey(table.Id, row)));
         return granted ? LockStep.Granted : LockStep.Queued;
