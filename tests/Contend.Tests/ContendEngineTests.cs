@@ -170,8 +170,7 @@ public class ContendEngineTests
         Assert.True(o.Check.Serializable, $"{protocol}: {o.Check.Anomalies.FirstOrDefault()}");
     }
 
-    /// <summary>The twin: 2PL that releases each lock right after its op must be caught.</summary>
-    /// <summary>A transaction whose two ops write one row: every protocol but StealDB's commits
+    /// <summary>A transfer from an account to itself, two ops writing one row: every protocol but StealDB's commits
     /// it; StealDB's, whose ops each hold their own row's lock and would wait for ever on their
     /// own transaction, refuse it with an error naming both ops, and go on.</summary>
     [Theory]
@@ -179,12 +178,8 @@ public class ContendEngineTests
     public async Task TwoOpsOnOneRow(string protocol)
     {
         var (db, transfer, audit) = Bank();
-        var twice = new ProgramBuilder("twice", db, 3)
-            .Write("withdraw", "account", KeySource.FromArg(0), Withdraw)
-            .Write("deposit", "account", KeySource.FromArg(1), Deposit)
-            .Build();
         await using var engine = new ContendEngine(db, Options(protocol));
-        var run = engine.ExecuteAsync(twice, [2, 2, 10]).AsTask().WaitAsync(Patience);
+        var run = engine.ExecuteAsync(transfer, [2, 2, 10]).AsTask().WaitAsync(Patience); // from account 2 to itself
         if (protocol.StartsWith("StealDB", StringComparison.Ordinal))
         {
             var refused = await Assert.ThrowsAsync<TransactionFailedException>(() => run);
@@ -216,6 +211,7 @@ public class ContendEngineTests
         Assert.Throws<ObjectDisposedException>(() => t.TryRead(7, row)); // the engine disposed the database
     }
 
+    /// <summary>The twin: 2PL that releases each lock right after its op must be caught.</summary>
     [Fact]
     public async Task TheBrokenControlIsCaught()
     {
@@ -317,9 +313,10 @@ public class ContendEngineTests
         db.Dispose(); // again: nothing
     }
 
-    /// <summary>A transaction submitted first that holds the worker running it until
-    /// <see cref="Open"/>: nothing else is taken meanwhile by a one-worker engine.</summary>
-    sealed class HeldWorker : IDisposable
+    /// <summary>A transaction submitted first that holds the worker running it, and its lock on
+    /// account 0 (shared when it reads, exclusive when it writes), until <see cref="Open"/>:
+    /// nothing else is taken meanwhile by a one-worker engine.</summary>
+    internal sealed class HeldWorker : IDisposable
     {
         readonly ManualResetEventSlim _entered = new(), _open = new();
 
@@ -327,13 +324,16 @@ public class ContendEngineTests
         public readonly Task<TxnOutcome> Gate;
 
         /// <summary>Submits the holding transaction and returns once a worker runs it.</summary>
-        public HeldWorker(ContendEngine engine, Database db)
+        public HeldWorker(ContendEngine engine, Database db, bool writes = false)
         {
-            var gate = new ProgramBuilder("gate", db, 1).Read("wait", "account", KeySource.FromArg(0), (_, _, _) =>
+            OpBody wait = (_, _, _) =>
             {
                 _entered.Set();
                 return _open.Wait(Patience) ? 0 : throw new TimeoutException("the gate was never opened");
-            }).Build();
+            };
+            var builder = new ProgramBuilder("gate", db, 1);
+            var gate = (writes ? builder.Write("wait", "account", KeySource.FromArg(0), wait)
+                               : builder.Read("wait", "account", KeySource.FromArg(0), wait)).Build();
             Gate = engine.ExecuteAsync(gate, [0]).AsTask();
             Assert.True(_entered.Wait(Patience), "the gate's transaction never ran");
         }

@@ -13,34 +13,6 @@ namespace Contend.Tests;
 /// </summary>
 public class DeadlineTests
 {
-    /// <summary>A transaction that holds account 0's lock, exclusive, until opened.</summary>
-    sealed class LockHolder : IDisposable
-    {
-        readonly ManualResetEventSlim _entered = new(), _open = new();
-        public readonly Task<TxnOutcome> Holding;
-
-        public LockHolder(ContendEngine engine, Database db)
-        {
-            var hold = new ProgramBuilder("hold", db, 1).Write("hold", "account", KeySource.FromArg(0), (_, _, _) =>
-            {
-                _entered.Set();
-                return _open.Wait(ContendEngineTests.Patience) ? 0 : throw new TimeoutException("the holder was never opened");
-            }).Build();
-            Holding = engine.ExecuteAsync(hold, [0]).AsTask();
-            Assert.True(_entered.Wait(ContendEngineTests.Patience), "the holding transaction never ran");
-        }
-
-        public void Open() => _open.Set();
-
-        public void Dispose()
-        {
-            _open.Set();
-            Holding.ContinueWith(_ => { }, TaskScheduler.Default).Wait(ContendEngineTests.Patience);
-            _entered.Dispose();
-            _open.Dispose();
-        }
-    }
-
     /// <summary>The protocols whose transactions wait for a held lock: WaitsFor and Ordered wait
     /// until it is released (nothing else ends those waits), WaitDie as the older one (here the
     /// younger dies and retries, and the retry gives up), and the queue locks, Mcs and StealDB,
@@ -51,18 +23,18 @@ public class DeadlineTests
 
     static bool AnswersAtOnce(string protocol) => protocol is "WaitsFor" or "Ordered" or "WaitDie";
 
-    static async Task<(ContendEngine Engine, TxnProgram Transfer, TxnProgram Audit, LockHolder Holder)> Held(string protocol, TimeSpan? deadline, int workers = 2)
+    static async Task<(ContendEngine Engine, TxnProgram Transfer, TxnProgram Audit, ContendEngineTests.HeldWorker Holder)> Held(string protocol, TimeSpan? deadline, int workers = 2)
     {
         var (db, transfer, audit) = ContendEngineTests.Bank();
         var engine = new ContendEngine(db, ContendEngineTests.Options(protocol, workers) with { Deadline = deadline });
         await Task.Yield();
-        return (engine, transfer, audit, new LockHolder(engine, db));
+        return (engine, transfer, audit, new ContendEngineTests.HeldWorker(engine, db, writes: true));
     }
 
     /// <summary>Gives the waiter time past its deadline or its cancellation, then, unless the
     /// protocol answers at once, releases the lock: a wait that had not given up would then
     /// take the lock and commit.</summary>
-    static async Task<T> Outlast<T>(string protocol, LockHolder holder, Task<T> waiting)
+    static async Task<T> Outlast<T>(string protocol, ContendEngineTests.HeldWorker holder, Task<T> waiting)
     {
         if (AnswersAtOnce(protocol)) return await waiting.WaitAsync(ContendEngineTests.Patience);
         await Task.Delay(600);
@@ -88,7 +60,7 @@ public class DeadlineTests
                 Assert.Equal(1, engine.Totals().Aborts[(int)AbortReason.Deadline]);
             }
             holder.Open();
-            Assert.True((await holder.Holding).Committed);
+            Assert.True((await holder.Gate).Committed);
             // Undone: the row is free, and the money is as it was.
             var balances = new long[ContendEngineTests.Accounts];
             Assert.True((await engine.ExecuteAsync(transfer, [0, 1, 10]).AsTask().WaitAsync(ContendEngineTests.Patience)).Committed);
@@ -109,7 +81,7 @@ public class DeadlineTests
             using var cancel = new CancellationTokenSource(TimeSpan.FromMilliseconds(200));
             await Assert.ThrowsAnyAsync<OperationCanceledException>(() => Outlast(protocol, holder, engine.ExecuteAsync(transfer, [0, 1, 10], cancel.Token).AsTask()));
             holder.Open();
-            Assert.True((await holder.Holding).Committed);
+            Assert.True((await holder.Gate).Committed);
             Assert.True((await engine.ExecuteAsync(transfer, [0, 1, 10]).AsTask().WaitAsync(ContendEngineTests.Patience)).Committed);
         }
     }
@@ -135,7 +107,7 @@ public class DeadlineTests
     {
         var (db, transfer, _) = ContendEngineTests.Bank();
         await using var engine = new ContendEngine(db, ContendEngineTests.Options("NoWait") with { MaxAttempts = 3 });
-        using var holder = new LockHolder(engine, db);
+        using var holder = new ContendEngineTests.HeldWorker(engine, db, writes: true);
         var outcome = await engine.ExecuteAsync(transfer, [0, 1, 10]).AsTask().WaitAsync(ContendEngineTests.Patience);
         Assert.Equal(new TxnOutcome(Outcome.Aborted, AbortReason.LockBusy, 3), outcome);
         Assert.False(outcome.Committed);
