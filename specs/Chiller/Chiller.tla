@@ -108,6 +108,11 @@
 (*    (ChillerMutantDecideBeforeGather: DurabilityInv fails).  The         *)
 (*    cluster manager's decision is durable (it is Zookeeper's, Section    *)
 (*    5.2), so decide is one step and only copies crash around it.         *)
+(* D10 The inner host commits once every replica in the configuration has  *)
+(*    received its message (ReplicasAcked), the NIC's ack of the paper's   *)
+(*    RDMA write; over a transport without RDMA, the replica acknowledges  *)
+(*    on receipt, before it applies.  Committing on "sent" fails           *)
+(*    (ChillerMutantCommitBeforeAcks: DurabilityInv).                      *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets
 

@@ -4,6 +4,7 @@ using System.Globalization;
 using Contend.Engine.Cluster;
 using Contend.Engine.History;
 using Contend.Engine.Protocols;
+using Contend.Engine.Protocols.Chiller;
 using Contend.Engine.Protocols.TwoPhaseCommit;
 using Contend.Harness.Workloads;
 
@@ -11,9 +12,10 @@ namespace Contend.Harness;
 
 /// <summary>
 /// <c>contend cluster</c>: YCSB (spread by a hash of the key) or TPC-C (split by warehouse) over a
-/// simulated cluster, two-phase commit over NoWait, WaitDie or Silo, with the network's delay as a
-/// knob, and for TPC-C the probability of a remote warehouse (Chiller's Section 7.4.2). The run is the deterministic simulation
-/// (<see cref="TwoPhaseCommitSimulation"/>): its throughput and latency are in virtual time,
+/// simulated cluster, two-phase commit over NoWait, WaitDie or Silo, or Chiller, with the network's
+/// delay as a knob, and for TPC-C the probability of a remote warehouse (Chiller's Section 7.4.2).
+/// The run is the deterministic simulation (<see cref="TwoPhaseCommitSimulation"/>,
+/// <see cref="ChillerSimulation"/>): its throughput and latency are in virtual time,
 /// figures of the model (message delays, lock waits, retries; an op's own work costs nothing),
 /// not of this machine's speed, and the same command gives the same figures anywhere.
 /// </summary>
@@ -23,7 +25,9 @@ internal static class ClusterCommand
 {
     public static Command Create()
     {
-        var protocol = new Option<string>("--protocol") { Description = $"each participant's protocol: {string.Join(", ", TwoPhaseCommitSimulation.Protocols)}", Required = true };
+        var protocol = new Option<string>("--protocol") { Description = $"Chiller, or two-phase commit over one of {string.Join(", ", TwoPhaseCommitSimulation.Protocols)}", Required = true };
+        var replicas = new Option<int>("--replicas") { Description = "Chiller: copies of each partition, its primary first (two-phase commit uses primaries alone)", DefaultValueFactory = _ => 1 };
+        var hot = new Option<int>("--hot-keys") { Description = "Chiller over ycsb: the lookup table marks keys 1..N contended, the Zipf generator's most drawn (tpcc: warehouses and districts)", DefaultValueFactory = _ => 64 };
         var nodes = new Option<int>("--nodes") { Description = "nodes", DefaultValueFactory = _ => 2 };
         var partitions = new Option<int>("--partitions") { Description = "partitions, spread over the nodes round robin (0: one per node)", DefaultValueFactory = _ => 0 };
         var delay = new Option<double>("--network-delay-us") { Description = "one-way delay of a message between nodes, microseconds", DefaultValueFactory = _ => 10 };
@@ -39,20 +43,23 @@ internal static class ClusterCommand
         var warehouses = new Option<int>("--warehouses") { Description = "tpcc: warehouses, round robin over the partitions (0: one per partition)", DefaultValueFactory = _ => 0 };
         var remote = new Option<double?>("--remote") { Description = "tpcc: probability that a Payment's customer, and one line of a NewOrder, is of another warehouse (default: TPC-C's 15% and 1% a line)" };
         var noInserts = new Option<bool>("--no-inserts") { Description = "tpcc: leave out inserts and the 1% rollback" };
-        var command = new Command("cluster", "YCSB or TPC-C across partitions of a simulated cluster: two-phase commit over NoWait, WaitDie or Silo, in virtual time")
-        { protocol, nodes, partitions, delay, slots, seconds, seed, check, rows, requests, readFraction, theta, workloadName, warehouses, remote, noInserts };
+        var command = new Command("cluster", "YCSB or TPC-C across partitions of a simulated cluster: Chiller, or two-phase commit over NoWait, WaitDie or Silo, in virtual time")
+        { protocol, replicas, hot, nodes, partitions, delay, slots, seconds, seed, check, rows, requests, readFraction, theta, workloadName, warehouses, remote, noInserts };
         (Option Option, string Workload)[] knobs =
             [(rows, "ycsb"), (requests, "ycsb"), (readFraction, "ycsb"), (theta, "ycsb"), (warehouses, "tpcc"), (remote, "tpcc"), (noInserts, "tpcc")];
         command.SetAction(p =>
         {
             string name = p.GetValue(protocol)!;
-            if (!TwoPhaseCommitSimulation.Protocols.Contains(name))
-                throw new UsageException($"--protocol {name}: two-phase commit runs over {string.Join(", ", TwoPhaseCommitSimulation.Protocols)}");
+            bool chiller = name == "Chiller";
+            if (!chiller && !TwoPhaseCommitSimulation.Protocols.Contains(name))
+                throw new UsageException($"--protocol {name}: the cluster runs Chiller, or two-phase commit over {string.Join(", ", TwoPhaseCommitSimulation.Protocols)}");
+            if (!chiller && p.GetResult(replicas) is { Implicit: false }) throw new UsageException("--replicas is a Chiller knob: two-phase commit runs on the primaries alone");
+            if (!chiller && p.GetResult(hot) is { Implicit: false }) throw new UsageException("--hot-keys is a Chiller knob");
             int n = p.GetValue(nodes), parts = p.GetValue(partitions) is 0 ? n : p.GetValue(partitions);
             double us = p.GetValue(delay), secs = p.GetValue(seconds);
             if (!(us > 0) || us > 1_000_000) throw new UsageException($"--network-delay-us {us.ToString(CultureInfo.InvariantCulture)}: must be in (0, 1000000]");
             if (!(secs > 0) || secs > 60) throw new UsageException($"--seconds {secs.ToString(CultureInfo.InvariantCulture)}: must be in (0, 60] (virtual)");
-            var topology = new ClusterTopology(n, parts);
+            var topology = new ClusterTopology(n, parts, p.GetValue(replicas));
             string chosen = p.GetValue(workloadName)!;
             if (chosen is not ("ycsb" or "tpcc")) throw new UsageException($"--workload {chosen}: the cluster runs ycsb or tpcc");
             WorkloadKnobs.RefuseOthers(knobs, chosen, p);
@@ -76,6 +83,25 @@ internal static class ClusterCommand
                 placement = ycsb.Describe().Replace("; a key", "; spread by a hash over the partitions; a key");
             }
             var oneWay = TimeSpan.FromTicks((long)Math.Round(us * TimeSpan.TicksPerMicrosecond));
+            if (chiller)
+            {
+                var lookup = new ChillerLookup(map ?? new HashPartitionMap(parts));
+                if (chosen == "tpcc") lookup.MarkHotTable(Tpcc.WarehouseTableId).MarkHotTable(Tpcc.DistrictTableId);
+                else
+                {
+                    if (p.GetValue(hot) < 0) throw new UsageException($"--hot-keys {p.GetValue(hot)}: must be 0 or more");
+                    for (long k = 1; k <= p.GetValue(hot); k++) lookup.MarkHot(0, k);
+                }
+                var chillerOptions = new ChillerOptions(topology, lookup, p.GetValue(seed), p.GetValue(slots)) { Faults = NetworkFaults.Delay(oneWay) };
+                var clock = Stopwatch.StartNew();
+                var c = ChillerSimulation.Run(workload, chillerOptions, TimeSpan.FromSeconds(secs));
+                clock.Stop();
+                Print($"Chiller: {topology}, {lookup}", c.Run, us, chillerOptions.SlotsPerNode, secs, clock.Elapsed);
+                Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+                    $"  {c.InnerCommits:N0} inner commits, {c.TwoRegionCommits / (double)Math.Max(1, c.Run.Stats.Commits):P1} of commits in two regions, {c.DeferredBodies:N0} outer bodies after their inner region, {c.LogEntries:N0} log entries shipped"));
+                Console.WriteLine(placement);
+                return Verdict(c.Run, p.GetValue(check), c.ReplicaDisagreements);
+            }
             var options = new TwoPhaseCommitOptions(name, topology, p.GetValue(seed), p.GetValue(slots))
             {
                 Map = map,
@@ -87,21 +113,35 @@ internal static class ClusterCommand
             var wall = Stopwatch.StartNew();
             var r = TwoPhaseCommitSimulation.Run(workload, options, TimeSpan.FromSeconds(secs));
             wall.Stop();
-            var s = r.Stats;
-            long aborts = s.TotalAborts;
-            string reasons = string.Join(", ", Enum.GetValues<AbortReason>().Where(x => s.Aborts[(int)x] > 0).Select(x => $"{x} {s.Aborts[(int)x]:N0}"));
-            Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
-                $"{name} over two-phase commit: {topology}, {us} us one way, {options.SlotsPerNode} slots a node, {secs} virtual s\n" +
-                $"  virtual throughput {r.VirtualThroughput:N0} txn/s, {s.Commits:N0} commits ({r.MultiPartitionShare:P1} across partitions), abort rate {aborts / (double)Math.Max(1, s.Commits + aborts):P1} ({(reasons.Length == 0 ? "none" : reasons)})\n" +
-                $"  virtual latency p50 {s.LatencyPercentileMicros(50):N0} us, p99 {s.LatencyPercentileMicros(99):N0} us; {r.MessagesSent:N0} messages, {r.Events:N0} events in {wall.Elapsed.TotalSeconds:F1} s of this machine"));
+            Print($"{name} over two-phase commit: {topology}", r, us, options.SlotsPerNode, secs, wall.Elapsed);
             Console.WriteLine(placement);
-            if (!p.GetValue(check)) return r.Atomicity.Count + r.Unfinished.Count + r.Failures.Count == 0 ? 0 : 1;
-            var report = SerializabilityChecker.Check(r.History);
-            Console.WriteLine($"checked: {report.Transactions:N0} transactions, {report.Anomalies.Count} anomalies, {r.Atomicity.Count} atomicity violations, {r.Unfinished.Count} unfinished");
-            foreach (var line in report.Anomalies.Select(a => a.Description).Concat(r.Atomicity).Concat(r.Unfinished).Concat(r.Failures).Take(5))
-                Console.WriteLine($"  {line}");
-            return report.Serializable && r.Atomicity.Count + r.Unfinished.Count + r.Failures.Count == 0 ? 0 : 1;
+            return Verdict(r, p.GetValue(check), []);
         });
         return command;
+    }
+
+    static void Print(string what, ClusterRunResult r, double us, int slots, double secs, TimeSpan wall)
+    {
+        var s = r.Stats;
+        long aborts = s.TotalAborts;
+        string reasons = string.Join(", ", Enum.GetValues<AbortReason>().Where(x => s.Aborts[(int)x] > 0).Select(x => $"{x} {s.Aborts[(int)x]:N0}"));
+        Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+            $"{what}, {us} us one way, {slots} slots a node, {secs} virtual s\n" +
+            $"  virtual throughput {r.VirtualThroughput:N0} txn/s, {s.Commits:N0} commits ({r.MultiPartitionShare:P1} across partitions), abort rate {aborts / (double)Math.Max(1, s.Commits + aborts):P1} ({(reasons.Length == 0 ? "none" : reasons)})\n" +
+            $"  virtual latency p50 {s.LatencyPercentileMicros(50):N0} us, p99 {s.LatencyPercentileMicros(99):N0} us; {r.MessagesSent:N0} messages, {r.Events:N0} events in {wall.TotalSeconds:F1} s of this machine"));
+    }
+
+    /// <summary>0 when the run kept every property it was asked to check (always atomicity, every
+    /// transaction ended, no failure and replica agreement; with <paramref name="check"/> also the
+    /// merged history's serializability), else 1, with the first few problems printed.</summary>
+    static int Verdict(ClusterRunResult r, bool check, IReadOnlyList<string> replicas)
+    {
+        int problems = r.Atomicity.Count + r.Unfinished.Count + r.Failures.Count + replicas.Count;
+        if (!check) return problems == 0 ? 0 : 1;
+        var report = SerializabilityChecker.Check(r.History);
+        Console.WriteLine($"checked: {report.Transactions:N0} transactions, {report.Anomalies.Count} anomalies, {r.Atomicity.Count} atomicity violations, {r.Unfinished.Count} unfinished, {replicas.Count} replica disagreements");
+        foreach (var line in report.Anomalies.Select(a => a.Description).Concat(r.Atomicity).Concat(r.Unfinished).Concat(r.Failures).Concat(replicas).Take(5))
+            Console.WriteLine($"  {line}");
+        return report.Serializable && problems == 0 ? 0 : 1;
     }
 }

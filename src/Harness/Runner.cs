@@ -20,12 +20,18 @@ internal sealed record RunRow(string Protocol, string Workload, string Config, i
 /// <summary>Runs one protocol over one freshly loaded workload, and checks its history when asked.</summary>
 internal static class Runner
 {
+    /// <summary>An unknown name's error; Chiller's points to the command that runs it.</summary>
+    static UsageException UnknownProtocol(string name) =>
+        new(name.Equals("Chiller", StringComparison.OrdinalIgnoreCase)
+            ? $"--protocol {name}: Chiller runs across the partitions of a cluster: contend cluster --protocol Chiller"
+            : ProtocolRegistry.Unknown(name));
+
     /// <param name="protocolOptions">the protocol's knobs (<see cref="ProtocolDescriptor.OptionsType"/>); null: its defaults</param>
     public static RunRow RunOne(string protocolName, Func<IWorkload> makeWorkload, RunOptions options, Action<double>? progress = null,
                                 ProtocolOptions? protocolOptions = null)
     {
         if (!ProtocolRegistry.TryFind(protocolName, out var descriptor))
-            throw new UsageException(ProtocolRegistry.Unknown(protocolName));
+            throw UnknownProtocol(protocolName);
         var workload = makeWorkload();
         using var db = new Database();
         workload.Load(db);
@@ -67,7 +73,7 @@ internal static class Runner
                                      ProtocolOptions? protocolOptions = null)
     {
         if (!ProtocolRegistry.TryFind(protocolName, out var descriptor))
-            throw new UsageException(ProtocolRegistry.Unknown(protocolName));
+            throw UnknownProtocol(protocolName);
         if (callers is < 1 or > 4096) throw new UsageException($"--callers {callers}: must be in 1..4096");
         var workload = makeWorkload();
         var db = new Database(); // the engine disposes it

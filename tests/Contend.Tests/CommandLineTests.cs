@@ -31,7 +31,10 @@ public class CommandLineTests
     [InlineData("--hot is a stealdb knob; this run's workload is ycsb", "run", "--protocol", "NoWait", "--hot", "5")]
     [InlineData("--warehouses is a tpcc knob; this run's workload is stealdb", "run", "--protocol", "StealDB", "--workload", "stealdb", "--warehouses", "4")]
     [InlineData("--batch is a Strife knob; this run's protocol is WaitDie", "run", "--protocol", "WaitDie", "--batch", "100")]
-    [InlineData("--protocol Mcs: two-phase commit runs over NoWait, WaitDie, Silo", "cluster", "--protocol", "Mcs")]
+    [InlineData("--protocol Mcs: the cluster runs Chiller, or two-phase commit over NoWait, WaitDie, Silo", "cluster", "--protocol", "Mcs")]
+    [InlineData("--replicas is a Chiller knob: two-phase commit runs on the primaries alone", "cluster", "--protocol", "NoWait", "--replicas", "2")]
+    [InlineData("topology: 4 copies of each partition on 3 nodes, must be 1..3 (no two copies on one node)", "cluster", "--protocol", "Chiller", "--nodes", "3", "--replicas", "4")]
+    [InlineData("--protocol Chiller: Chiller runs across the partitions of a cluster: contend cluster --protocol Chiller", "run", "--protocol", "Chiller")]
     [InlineData("topology: 300 nodes, must be 1..256", "cluster", "--protocol", "NoWait", "--nodes", "300")]
     [InlineData("--network-delay-us 0: must be in (0, 1000000]", "cluster", "--protocol", "Silo", "--network-delay-us", "0")]
     [InlineData("--warehouses is a tpcc knob; this run's workload is ycsb", "cluster", "--protocol", "Silo", "--warehouses", "4")]
@@ -67,6 +70,17 @@ public class CommandLineTests
         Assert.Equal(0, code);
         Assert.Contains("WaitDie over two-phase commit: 3 nodes, 6 partitions", output);
         Assert.Matches(@"checked: [1-9][\d,]* transactions, 0 anomalies, 0 atomicity violations, 0 unfinished", output);
+    }
+
+    [Fact]
+    public void ClusterRunsChillerWithReplicasAndChecksIt()
+    {
+        var (code, output, _) = Contend("cluster", "--protocol", "Chiller", "--workload", "tpcc", "--nodes", "3", "--replicas", "2", "--network-delay-us", "20",
+                                        "--remote", "0.3", "--seconds", "0.01", "--check");
+        Assert.Equal(0, code);
+        Assert.Contains("Chiller: 3 nodes, 3 partitions, 2 copies each, hot tables: 0, 1", output);
+        Assert.Matches(@"[1-9][\d,]* inner commits, (?!0\.0 ?%)[\d.]+ ?% of commits in two regions", output);
+        Assert.Matches(@"checked: [1-9][\d,]* transactions, 0 anomalies, 0 atomicity violations, 0 unfinished, 0 replica disagreements", output);
     }
 
     [Fact]

@@ -104,6 +104,32 @@ public class ProgramBuilderTests
         ctx.Start(p, 1);
         ctx.Args[0] = 0;
         var e = Assert.Throws<InvalidOperationException>(() => protocol.Run(ctx, out _));
-        Assert.Equal("program p, op a: the body returned UserAbort, but the program was built with BodiesNeverAbort", e.Message);
+        Assert.Equal("program p, op a: the body returned UserAbort, but the program declared it never aborts (BodiesNeverAbort)", e.Message);
+    }
+
+    /// <summary>NeverAborts declares single ops: the others may still abort, a declared one that
+    /// aborts throws naming it, and an unknown name is refused at build.</summary>
+    [Fact]
+    public void NeverAbortsDeclaresOneOpAndRefusesAnUnknownName()
+    {
+        using var db = Db();
+        db.TryGet("t", out var table);
+        table.Load(0);
+        var p = new ProgramBuilder("p", db, 1)
+            .Write("a", "t", KeySource.FromArg(0), (row, a, r) => TxnProgram.UserAbort)
+            .Read("b", "t", KeySource.FromArg(0), (row, a, r) => 0)
+            .NeverAborts("a").Build();
+        Assert.True(p.BodiesMayAbort);
+        Assert.True(p.Ops[0].NeverAborts);
+        Assert.False(p.Ops[1].NeverAborts);
+        var protocol = (ITransactionProtocol)ProtocolRegistry.Create("NoWait", ProtocolSetup.For(db, 1));
+        var ctx = new TxnContext(0, null);
+        ctx.Start(p, 1);
+        ctx.Args[0] = 0;
+        var e = Assert.Throws<InvalidOperationException>(() => protocol.Run(ctx, out _));
+        Assert.Equal("program p, op a: the body returned UserAbort, but the program declared it never aborts (NeverAborts)", e.Message);
+        var unknown = Assert.Throws<ProgramException>(() => new ProgramBuilder("q", db, 1)
+            .Read("b", "t", KeySource.FromArg(0), (row, a, r) => 0).NeverAborts("c").Build());
+        Assert.Equal("program q: NeverAborts names op 'c', which the program does not have", unknown.Message);
     }
 }

@@ -38,6 +38,7 @@ public sealed class ProgramBuilder(string name, Database db, int argCount)
     sealed record Draft(string Name, string Table, AccessMode Mode, int ModeArg, KeySource Key, string[] ValueDeps, OpBody Body, OpBody? WriteBody = null);
 
     readonly List<Draft> _drafts = new();
+    readonly List<string> _neverAbort = new();
     bool _bodiesMayAbort = true;
 
     /// <summary>An op that reads the row of <paramref name="table"/> with the key
@@ -78,6 +79,17 @@ public sealed class ProgramBuilder(string name, Database db, int argCount)
         return this;
     }
 
+    /// <summary>Declares that the bodies of the named ops never return <see cref="TxnProgram.UserAbort"/>;
+    /// one that does anyway throws when it runs. Chiller needs it of every op whose body may run
+    /// after its inner region has committed (an op that reads a result of the inner region), since
+    /// nothing can abort the transaction then.</summary>
+    /// <param name="ops">names of ops of this program (checked by <see cref="Build"/>)</param>
+    public ProgramBuilder NeverAborts(params string[] ops)
+    {
+        _neverAbort.AddRange(ops);
+        return this;
+    }
+
     ProgramBuilder Add(Draft d)
     {
         _drafts.Add(d);
@@ -99,6 +111,10 @@ public sealed class ProgramBuilder(string name, Database db, int argCount)
             if (!index.TryAdd(_drafts[i].Name, i))
                 throw new ProgramException($"program {name}, op {_drafts[i].Name}: the name is used by an earlier op too");
         }
+
+        foreach (string declared in _neverAbort)
+            if (!index.ContainsKey(declared))
+                throw new ProgramException($"program {name}: NeverAborts names op '{declared}', which the program does not have");
 
         var ops = new Op[_drafts.Count];
         for (int i = 0; i < _drafts.Count; i++)
@@ -130,9 +146,10 @@ public sealed class ProgramBuilder(string name, Database db, int argCount)
                 Name = d.Name, Index = i, TableId = table.Id, Mode = d.Mode, ModeArg = d.ModeArg,
                 KeyArg = d.Key.Fn is null ? d.Key.Arg : -1, KeyFn = d.Key.Fn,
                 KeyDeps = keyDeps, ValueDeps = valueDeps, Body = d.Body, WriteBody = d.WriteBody,
+                NeverAborts = !_bodiesMayAbort || _neverAbort.Contains(d.Name),
             };
         }
-        return new TxnProgram(name, db, ops, TopologicalOrder(ops), argCount, _bodiesMayAbort);
+        return new TxnProgram(name, db, ops, TopologicalOrder(ops), argCount, ops.Any(o => !o.NeverAborts));
     }
 
     int[] Resolve(string where, string kind, string[] names, Dictionary<string, int> index)

@@ -41,6 +41,9 @@ internal sealed class Op
     public required OpBody Body { get; init; }
     /// <summary>For <see cref="AccessMode.ReadOrWrite"/>: the body when the instance writes.</summary>
     public OpBody? WriteBody { get; init; }
+    /// <summary>Declared never to return <see cref="TxnProgram.UserAbort"/> (<see cref="ProgramBuilder.NeverAborts"/>,
+    /// or every op by <see cref="ProgramBuilder.BodiesNeverAbort"/>).</summary>
+    public bool NeverAborts { get; init; }
 
     public long ResolveKey(ReadOnlySpan<long> args, ReadOnlySpan<long> results) =>
         KeyArg >= 0 ? args[KeyArg] : KeyFn!(args, results);
@@ -82,7 +85,8 @@ public sealed class TxnProgram
     /// <summary>The ops that depend on nothing, in index order.</summary>
     internal int[] Roots { get; }
     /// <summary>False when the program was built declaring that no body returns
-    /// <see cref="UserAbort"/> (<see cref="ProgramBuilder.BodiesNeverAbort"/>): a protocol that
+    /// <see cref="UserAbort"/> (<see cref="ProgramBuilder.BodiesNeverAbort"/>, or every op named
+    /// by <see cref="ProgramBuilder.NeverAborts"/>): a protocol that
     /// can rule out every other abort may then write rows without keeping their before-images.</summary>
     internal bool BodiesMayAbort { get; }
     /// <summary>The insert ops in <see cref="Order"/>: the order in which the op loop collects them.</summary>
@@ -113,8 +117,8 @@ public sealed class TxnProgram
     internal long RunBody(Op op, bool write, Span<byte> row, ReadOnlySpan<long> args, ReadOnlySpan<long> results)
     {
         long result = op.BodyFor(write)(row, args, results);
-        if (result == UserAbort && !BodiesMayAbort)
-            throw new InvalidOperationException($"program {Name}, op {op.Name}: the body returned UserAbort, but the program was built with BodiesNeverAbort");
+        if (result == UserAbort && op.NeverAborts)
+            throw new InvalidOperationException($"program {Name}, op {op.Name}: the body returned UserAbort, but the program declared it never aborts ({(BodiesMayAbort ? "NeverAborts" : "BodiesNeverAbort")})");
         return result;
     }
 

@@ -129,6 +129,26 @@ internal abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtoc
         return OpStep.Done;
     }
 
+    /// <summary>
+    /// The first half of <see cref="TryOp"/>: grants the op its row (locks it, saves a write's
+    /// before-image) without running the body. Chiller's outer region takes its locks so in step 3
+    /// and runs the bodies that read the inner region's results in step 5, by <see cref="TryOp"/>
+    /// on the row the attempt already holds, which grants it again without waiting.
+    /// </summary>
+    internal OpStep TryLockOp(TxnContext ctx, int opIndex, long key, out AbortReason reason)
+    {
+        var op = ctx.Program.Ops[opIndex];
+        Debug.Assert(op.Mode != AccessMode.Insert, $"program {ctx.Program.Name}, op {op.Name}: an insert has no row to lock before its prepare");
+        var table = Db[op.TableId];
+        int row = table.Find(key);
+        if (row < 0)
+        {
+            reason = AbortReason.User;
+            return OpStep.Refused;
+        }
+        return TryAccess(ctx, table, row, op.Writes(ctx.Args), out _, out _, out reason);
+    }
+
     /// <summary>The participant's prepare for a coordinator elsewhere: as <see cref="Prepare"/>,
     /// but a lock it would wait for is a no vote.</summary>
     internal Vote PrepareParticipant(TxnContext ctx) => PrepareWithoutWaiting(ctx);

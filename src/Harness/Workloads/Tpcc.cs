@@ -36,6 +36,8 @@ internal sealed class Tpcc(int warehouses, bool inserts, int orderCapacity, bool
     readonly bool _newOrderOnly = newOrderOnly;
     readonly double? _remote = remote;
     /// <summary>The tables' ids, in the order <see cref="Load(Database, int, IPartitionMap?)"/> creates them.</summary>
+    /// <summary>The contended tables, as Chiller's lookup table marks them.</summary>
+    public const int WarehouseTableId = WarehouseTable, DistrictTableId = DistrictTable;
     const int WarehouseTable = 0, DistrictTable = 1, CustomerTable = 2, ItemTable = 3, StockTable = 4,
               OrdersTable = 5, NewOrderTable = 6, OrderLineTable = 7, HistoryTable = 8;
     public const int Districts = 10, Customers = 3000, Items = 100_000, MinLines = 5, MaxLines = 15;

@@ -5,25 +5,17 @@ using Contend.Engine.Runtime;
 namespace Contend.Engine.Protocols.TwoPhaseCommit;
 
 /// <summary>
-/// One coordinator slot of a node: runs its stream of transactions one after another, each
-/// as a state machine driven by replies and timers, so that it never holds a thread while a
-/// message is away. An attempt runs its ops one at a time in the program's order on the
-/// primaries of their keys' partitions, then asks every partition it touched to prepare,
-/// then decides: commit if every vote is yes, else abort, and sends the decision to each
-/// until each has acknowledged it. A reply that does not come within the reply timeout is a
-/// no (presumed abort); a conflict abort is retried after a random backoff, as a new attempt
-/// with the same age.
+/// Two-phase commit's coordinator slot (<see cref="SlotCoordinator"/>): an attempt runs its ops
+/// one at a time in the program's order on the primaries of their keys' partitions, then asks
+/// every partition it touched to prepare, then decides: commit if every vote is yes, else abort,
+/// and sends the decision to each until each has acknowledged it. A reply that does not come
+/// within the reply timeout is a no (presumed abort).
 /// </summary>
-internal sealed class Coordinator
+internal sealed class Coordinator : SlotCoordinator
 {
     enum Phase : byte { Idle, Running, Preparing, Deciding }
 
-    readonly int _node;
-    readonly int _slot;
     readonly TwoPhaseCommitCluster _cluster;
-    readonly ITransactionSource _source;
-    readonly TxnContext _ctx;
-    readonly Random _random;
     readonly ITimer _timer;
     readonly MutantFlag _forgetsAbort;
     readonly bool[] _touched;
@@ -32,50 +24,23 @@ internal sealed class Coordinator
     /// <summary>The first partition the attempt used, where it reads replicated tables; -1 before its first op.</summary>
     int _first;
     Phase _phase;
-    long _attempts, _timestamps;
     int _position;
     bool _commit;
     AbortReason _reason;
     string? _failure;
-    long _startedAt;
 
     public Coordinator(int node, int slot, TwoPhaseCommitCluster cluster, ITransactionSource source, ulong seed, TwoPhaseCommitMutants mutants)
+        : base(node, slot, cluster, source, seed)
     {
-        _node = node;
-        _slot = slot;
         _cluster = cluster;
-        _source = source;
-        _ctx = new TxnContext(0, null);
-        _random = new Random((int)(seed ^ (seed >> 32)));
         _timer = cluster.Time.CreateTimer(static s => ((Coordinator)s!).OnTimer(), this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
         _forgetsAbort = new MutantFlag(mutants, TwoPhaseCommitMutants.CoordinatorForgetsAbort);
         _touched = new bool[cluster.Topology.Partitions];
         _answered = new bool[cluster.Topology.Partitions];
     }
 
-    public long Txn { get; private set; }
-
-    /// <summary>True while a transaction is under way (started and not ended).</summary>
-    public bool Busy => _phase != Phase.Idle;
-
-    /// <summary>Starts the next transaction of the stream, unless the run is stopping.</summary>
-    public void StartNext()
+    protected override void BeginAttempt()
     {
-        if (_cluster.Stopping)
-        {
-            _phase = Phase.Idle;
-            return;
-        }
-        var program = _source.Next(_ctx);
-        // An age unique in the cluster without a shared counter: this slot's count, then its id.
-        _ctx.Start(program, (++_timestamps << 16) | ((long)_node << 8) | (uint)_slot);
-        _startedAt = _cluster.Time.GetTimestamp();
-        BeginAttempt();
-    }
-
-    void BeginAttempt()
-    {
-        Txn = ClusterTxnId.Make(_node, _slot, ++_attempts);
         Array.Clear(_touched);
         _touchedCount = 0;
         _first = -1;
@@ -88,7 +53,7 @@ internal sealed class Coordinator
 
     void NextOp()
     {
-        var program = _ctx.Program;
+        var program = Ctx.Program;
         if (_position == program.Order.Length)
         {
             Prepare();
@@ -96,17 +61,17 @@ internal sealed class Coordinator
         }
         int op = program.Order[_position];
         var o = program.Ops[op];
-        long key = o.ResolveKey(_ctx.Args, _ctx.Results);
+        long key = o.ResolveKey(Ctx.Args, Ctx.Results);
         int partition = !_cluster.Map.Replicates(o.TableId) ? _cluster.Map.PartitionOf(o.TableId, key)
-                      : _first >= 0 ? _first : _cluster.HomePartition(_node);
+                      : _first >= 0 ? _first : _cluster.HomePartition(Node);
         if (!_touched[partition])
         {
             _touched[partition] = true;
             _touchedCount++;
             if (_first < 0) _first = partition;
         }
-        Send(partition, new OpRequest(Txn, partition, _ctx.Timestamp, program.Name, op, key,
-                                      _ctx.Args.AsSpan(0, program.ArgCount).ToArray(), _ctx.Results.AsSpan(0, program.Ops.Length).ToArray()));
+        Send(partition, new OpRequest(Txn, partition, Ctx.Timestamp, program.Name, op, key,
+                                      Ctx.Args.AsSpan(0, program.ArgCount).ToArray(), Ctx.Results.AsSpan(0, program.Ops.Length).ToArray()));
         ArmTimeout();
     }
 
@@ -114,14 +79,14 @@ internal sealed class Coordinator
     {
         switch (message)
         {
-            case OpReply r when r.Txn == Txn && _phase == Phase.Running && r.Op == _ctx.Program.Order[_position]:
+            case OpReply r when r.Txn == Txn && _phase == Phase.Running && r.Op == Ctx.Program.Order[_position]:
                 if (r.Reason != AbortReason.None)
                 {
                     _failure = r.Failure;
                     Decide(commit: false, r.Reason);
                     return;
                 }
-                _ctx.Results[r.Op] = r.Result;
+                Ctx.Results[r.Op] = r.Result;
                 _position++;
                 NextOp();
                 break;
@@ -186,10 +151,6 @@ internal sealed class Coordinator
             case Phase.Deciding:
                 SendDecisions();
                 break;
-            case Phase.Idle when _ctx.ConflictRetries > 0 && !_cluster.Stopping:
-                // The backoff before a retry has passed.
-                BeginAttempt();
-                break;
         }
     }
 
@@ -197,29 +158,7 @@ internal sealed class Coordinator
     {
         _timer.Change(Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
         _phase = Phase.Idle;
-        var stats = _cluster.Stats;
-        if (_commit)
-        {
-            stats.Commits++;
-            if (_touchedCount > 1) _cluster.MultiPartitionCommits++;
-            stats.RecordLatency((long)_cluster.Time.GetElapsedTime(_startedAt).TotalNanoseconds);
-            _ctx.ConflictRetries = 0;
-            StartNext();
-            return;
-        }
-        stats.Aborts[(int)_reason]++;
-        if (_failure is not null) _cluster.Failures.Add($"{ClusterTxnId.Describe(Txn)}: {_failure}");
-        if (_reason.IsFinal() || _failure is not null || _cluster.Stopping)
-        {
-            if (_reason.IsFinal() || _failure is not null) stats.UserAborts++;
-            _ctx.ConflictRetries = 0;
-            StartNext();
-            return;
-        }
-        // A conflict: retry the same transaction after a backoff that grows with its retries.
-        _ctx.ConflictRetries++;
-        long span = _cluster.Options.Backoff.Ticks * Math.Min(_ctx.ConflictRetries, 16);
-        _timer.Change(TimeSpan.FromTicks(1 + _random.NextInt64(span + 1)), Timeout.InfiniteTimeSpan);
+        Finish(_commit, _reason, _failure, _touchedCount > 1);
     }
 
     void ClearAnswers()
@@ -231,5 +170,5 @@ internal sealed class Coordinator
     void ArmTimeout() => _timer.Change(_cluster.Options.ReplyTimeout, Timeout.InfiniteTimeSpan);
 
     void Send(int partition, object message) =>
-        _cluster.Transport.Send(new Envelope(_node, _cluster.Topology.PrimaryOf(partition), message));
+        _cluster.Transport.Send(new Envelope(Node, _cluster.Topology.PrimaryOf(partition), message));
 }

@@ -6,27 +6,6 @@ using Contend.Engine.Storage;
 
 namespace Contend.Engine.Protocols.TwoPhaseCommit;
 
-/// <summary>A workload whose records are split over partitions: each partition loads only the
-/// records the map places on it, into tables of the same names and ids on every partition.</summary>
-internal interface IPartitionedWorkload
-{
-    string Name { get; }
-
-    /// <summary>Creates every table in <paramref name="db"/> (the same ones, in the same order,
-    /// for every partition) and fills it with the records <paramref name="map"/> places on
-    /// <paramref name="partition"/>; builds the programs.</summary>
-    void Load(Database db, int partition, IPartitionMap map);
-
-    /// <summary>The programs the sources draw from, once loaded: every node finds a program here by its name.</summary>
-    IReadOnlyList<TxnProgram> Programs { get; }
-
-    /// <summary>One coordinator slot's stream: <paramref name="stream"/> is unique in the cluster;
-    /// <paramref name="homePartitions"/> are those whose primary is on the slot's node (none when
-    /// the node holds no primary), for a workload whose transactions have a home, as TPC-C's
-    /// warehouse, to draw it where its coordinator is (Deneva's clients do the same).</summary>
-    ITransactionSource CreateSource(int stream, ulong seed, IReadOnlyList<int> homePartitions);
-}
-
 /// <summary>The knobs of a two-phase commit run.</summary>
 /// <param name="Protocol">each participant's protocol: NoWait, WaitDie or Silo</param>
 /// <param name="SlotsPerNode">transactions each node coordinates at once</param>
@@ -69,24 +48,6 @@ internal sealed record TwoPhaseCommitOptions(string Protocol, ClusterTopology To
     }
 }
 
-/// <summary>What a simulated run came to.</summary>
-/// <param name="History">the committed transactions, each one's accesses gathered from every partition it touched (row keys name the partition)</param>
-/// <param name="Atomicity">attempts whose partitions did not all end as the coordinator decided</param>
-/// <param name="Unfinished">attempts still under way after the drain, at a coordinator or a participant</param>
-/// <param name="Failures">transactions whose program threw, with where</param>
-/// <param name="Events">timer firings the run took: the same seed gives the same count</param>
-/// <param name="MultiPartitionCommits">committed transactions that used more than one partition</param>
-internal sealed record ClusterRunResult(WorkerStats Stats, TimeSpan Elapsed, IReadOnlyList<CommittedTxn> History,
-                                      IReadOnlyList<string> Atomicity, IReadOnlyList<string> Unfinished, IReadOnlyList<string> Failures,
-                                      long Events, long MessagesSent, long MessagesDropped, long MessagesDuplicated, long MultiPartitionCommits)
-{
-    /// <summary>The share of commits that used more than one partition (distributed transactions).</summary>
-    public double MultiPartitionShare => Stats.Commits == 0 ? 0 : MultiPartitionCommits / (double)Stats.Commits;
-
-    /// <summary>Commits per second of virtual time: a model's figure, not this machine's speed.</summary>
-    public double VirtualThroughput => Stats.Commits / Elapsed.TotalSeconds;
-}
-
 /// <summary>
 /// Distributed NoWait, WaitDie and Silo: each partition's primary runs its share with the
 /// single-node protocol as a participant (<see cref="OpByOpProtocol.TryOp"/>, prepare, commit,
@@ -115,7 +76,7 @@ internal static class TwoPhaseCommitSimulation
 
 /// <summary>One simulated cluster: the partitions' databases and participants, the nodes'
 /// coordinators, the transport and the clock, and what the checks need afterwards.</summary>
-internal sealed class TwoPhaseCommitCluster : IDisposable
+internal sealed class TwoPhaseCommitCluster : ISlotCluster, IDisposable
 {
     readonly Database[] _databases;
     readonly Participant[] _participants;
@@ -139,7 +100,7 @@ internal sealed class TwoPhaseCommitCluster : IDisposable
         {
             var db = _databases[p] = new Database();
             workload.Load(db, p, Map);
-            CheckSameSchema(workload, p);
+            PartitionedHistory.CheckSameSchema(workload, _databases, p);
             programs ??= workload.Programs.ToDictionary(x => x.Name);
             if (p == 0) CheckReplicatedReadOnly(workload);
             var protocol = (OpByOpProtocol)ProtocolRegistry.Create(options.Protocol, ProtocolSetup.For(db, 1));
@@ -170,6 +131,7 @@ internal sealed class TwoPhaseCommitCluster : IDisposable
     public SimulatedTime Time { get; }
     public ITransport Transport => _transport;
     public WorkerStats Stats { get; } = new();
+    public TimeSpan Backoff => Options.Backoff;
     public long MultiPartitionCommits { get; set; }
     public List<string> Failures { get; } = new();
     /// <summary>Set once the run's time is over: coordinators start nothing new.</summary>
@@ -227,57 +189,13 @@ internal sealed class TwoPhaseCommitCluster : IDisposable
         Time.RunUntil(duration);
         Stopping = true;
         Time.RunUntil(duration + Options.Drain);
-        return new ClusterRunResult(Stats, duration, MergedHistory(), CheckAtomicity(), Unfinished(), Failures,
+        return new ClusterRunResult(Stats, duration, PartitionedHistory.Merge(_participants.Select(p => p.History)),
+                                    PartitionedHistory.CheckAtomicity(_participants.Select(p => p.Outcomes), _decisions),
+                                    PartitionedHistory.Unfinished(_participants.Select(p => p.Unfinished), _coordinators.SelectMany(n => n)), Failures,
                                     Time.Fired, _transport.Sent, _transport.Dropped, _transport.Duplicated, MultiPartitionCommits);
     }
 
-    /// <summary>Each committed transaction once, with every partition's share of its accesses.</summary>
-    List<CommittedTxn> MergedHistory()
-    {
-        var parts = new Dictionary<long, (string Program, List<Access> Accesses)>();
-        for (int p = 0; p < _participants.Length; p++)
-            foreach (var t in _participants[p].History.Collect())
-            {
-                if (!parts.TryGetValue(t.Id, out var entry)) parts[t.Id] = entry = (t.TxnProgram, new List<Access>());
-                foreach (var a in t.Accesses) entry.Accesses.Add(a with { Row = HistoryRecorder.PartitionRowKey(p, a.Row) });
-            }
-        return parts.OrderBy(kv => kv.Key).Select(kv => new CommittedTxn(kv.Key, kv.Value.Program, kv.Value.Accesses.ToArray())).ToList();
-    }
 
-    List<string> CheckAtomicity()
-    {
-        var wrong = new List<string>();
-        for (int p = 0; p < _participants.Length; p++)
-            foreach (var (txn, committed) in _participants[p].Outcomes)
-            {
-                bool decided = _decisions.TryGetValue(txn, out bool commit);
-                if (committed && !(decided && commit))
-                    wrong.Add($"{ClusterTxnId.Describe(txn)}: partition {p} committed, but its coordinator {(decided ? "decided abort" : "decided nothing")}");
-                else if (!committed && decided && commit)
-                    wrong.Add($"{ClusterTxnId.Describe(txn)}: partition {p} aborted, but its coordinator decided commit");
-            }
-        return wrong;
-    }
-
-    List<string> Unfinished()
-    {
-        var left = new List<string>();
-        for (int p = 0; p < _participants.Length; p++)
-            if (_participants[p].Unfinished > 0) left.Add($"partition {p}: {_participants[p].Unfinished} attempts still running or prepared");
-        foreach (var node in _coordinators)
-            foreach (var c in node)
-                if (c.Busy) left.Add($"coordinator of {ClusterTxnId.Describe(c.Txn)}: its transaction has not ended");
-        return left;
-    }
-
-    void CheckSameSchema(IPartitionedWorkload workload, int partition)
-    {
-        var first = _databases[0].Tables;
-        var these = _databases[partition].Tables;
-        bool same = first.Count == these.Count && first.Zip(these).All(t => t.First.Name == t.Second.Name && t.First.PayloadSize == t.Second.PayloadSize);
-        if (!same)
-            throw new InvalidOperationException($"workload {workload.Name}: partition {partition}'s tables ({string.Join(", ", these.Select(t => t.Name))}) differ from partition 0's ({string.Join(", ", first.Select(t => t.Name))})");
-    }
 
     public void Dispose()
     {

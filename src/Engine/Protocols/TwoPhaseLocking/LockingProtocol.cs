@@ -159,6 +159,25 @@ internal abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(se
         ReleaseAll(ctx);
     }
 
+    /// <summary>Whether the attempt has written access <paramref name="access"/>'s row (what a
+    /// replication message must carry).</summary>
+    internal bool Wrote(TxnContext ctx, int access) => State(ctx).Image[access] != LockingState.NotWritten;
+
+    /// <summary>Gives one written row back its before-image, and marks it unwritten: what is left
+    /// when one op's body fails after its transaction can no longer abort (Chiller's step 5).</summary>
+    internal void UndoWrite(TxnContext ctx, int access)
+    {
+        var state = State(ctx);
+        if (state.Image[access] < 0) return;
+        var table = Db[ctx.AccTable[access]];
+        ctx.Buffer.AsSpan(state.Image[access], table.PayloadSize).CopyTo(table.Payload(ctx.AccRow[access]));
+        state.Image[access] = LockingState.NotWritten;
+    }
+
+    /// <summary>Releases one access's lock before the attempt ends: only a twin does (Chiller's
+    /// <c>OuterReleasesEarly</c>); the release at the end then finds nothing held.</summary>
+    internal void ReleaseForTwin(TxnContext ctx, int access) => Unlock(ctx, State(ctx), Db[ctx.AccTable[access]], access);
+
     protected void RestoreImages(TxnContext ctx)
     {
         var state = State(ctx);

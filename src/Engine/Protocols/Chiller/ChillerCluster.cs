@@ -1,0 +1,270 @@
+using Contend.Engine.Cluster;
+using Contend.Engine.History;
+using Contend.Engine.Protocols.TwoPhaseLocking;
+using Contend.Engine.Runtime;
+using Contend.Engine.Storage;
+
+namespace Contend.Engine.Protocols.Chiller;
+
+/// <summary>The knobs of a Chiller run.</summary>
+/// <param name="Topology">nodes, partitions, and copies of each partition (the primary and its replicas)</param>
+/// <param name="Lookup">where records live and which are contended</param>
+/// <param name="SlotsPerNode">transactions each node coordinates at once (the paper's co-routines)</param>
+internal sealed record ChillerOptions(ClusterTopology Topology, ChillerLookup Lookup, ulong Seed, int SlotsPerNode = 4)
+{
+    /// <summary>Copies a partition may have: a primary's acknowledgements are a bit per copy.</summary>
+    public const int MaxCopies = 64;
+
+    public NetworkFaults Faults { get; init; } = NetworkFaults.Delay(TimeSpan.FromMicroseconds(50));
+    /// <summary>The unit of a conflict retry's random backoff, which grows with the retries.</summary>
+    public TimeSpan Backoff { get; init; } = TimeSpan.FromMicroseconds(20);
+    /// <summary>After the run's time, how long stopping may take: every transaction under way must end in it.</summary>
+    public TimeSpan Drain { get; init; } = TimeSpan.FromSeconds(1);
+    /// <summary>Null: the run follows the network's delays; otherwise a systematic tester's choice
+    /// of the next few deliveries (<see cref="SimulatedTime"/>'s explorer).</summary>
+    public Func<int, int>? Explorer { get; init; }
+    /// <summary>Called at every step with its transaction and partition: a trace of the run.</summary>
+    public Action<ChillerStep, long, int>? Observer { get; init; }
+
+    internal ChillerMutants Mutants { get; init; }
+
+    internal ChillerOptions Validated()
+    {
+        if (SlotsPerNode is < 1 or > ClusterTxnId.MaxSlots)
+            throw new ArgumentOutOfRangeException(nameof(SlotsPerNode), $"chiller: {SlotsPerNode} slots a node, must be 1..{ClusterTxnId.MaxSlots}");
+        if (Topology.Replicas > MaxCopies)
+            throw new ArgumentOutOfRangeException(nameof(Topology), $"chiller: {Topology.Replicas} copies of a partition, at most {MaxCopies}");
+        if (Lookup.Map.Partitions != Topology.Partitions)
+            throw new ArgumentException($"chiller: the lookup table has {Lookup.Map.Partitions} partitions, the topology {Topology.Partitions}", nameof(Lookup));
+        // Decision (the spec's D1 and D2): Chiller's channels are reliable, as RDMA's reliable
+        // connections are; a message is lost only when the cluster manager closes a crashed node's
+        // channels, which is recovery's business, not the network's.
+        foreach (var link in Faults.Links.Values.Append(Faults.Default))
+            if (link.Drop > 0)
+                throw new ArgumentException($"chiller: a link drops {link.Drop:P0} of its messages, but Chiller's channels are reliable (the spec's D1: a message is lost only with a crashed node's closed channels)", nameof(Faults));
+        if (Faults.Cuts.Count > 0)
+            throw new ArgumentException("chiller: a cut link loses messages, but Chiller's channels are reliable (the spec's D1)", nameof(Faults));
+        if (Faults.ShortestDelay <= TimeSpan.Zero)
+            throw new ArgumentException($"chiller: a simulated network needs every delay above 0 (shortest here: {Faults.ShortestDelay}), or its clock need never move", nameof(Faults));
+        if (Backoff <= TimeSpan.Zero) throw new ArgumentOutOfRangeException(nameof(Backoff), $"chiller: backoff {Backoff} must be positive");
+        if (Drain < TimeSpan.Zero) throw new ArgumentOutOfRangeException(nameof(Drain), $"chiller: drain {Drain} is negative");
+        return this;
+    }
+}
+
+/// <summary>What a Chiller run came to, beyond what every cluster run reports.</summary>
+/// <param name="ReplicaDisagreements">copies whose records differ from their primary's after the drain</param>
+/// <param name="InnerCommits">inner regions committed by their hosts</param>
+/// <param name="TwoRegionCommits">commits that locked an outer record off the inner host's partition</param>
+/// <param name="DeferredBodies">outer bodies run after their inner region committed</param>
+/// <param name="LogEntries">entries the primaries shipped to their replicas</param>
+/// <param name="Steps">how often each step ran</param>
+internal sealed record ChillerRunResult(ClusterRunResult Run, IReadOnlyList<string> ReplicaDisagreements, long InnerCommits, long TwoRegionCommits,
+                                        long DeferredBodies, long LogEntries, IReadOnlyDictionary<ChillerStep, long> Steps);
+
+/// <summary>
+/// Chiller over a simulated cluster: every partition's primary and replicas, every node's
+/// coordinators, the transport and the clock, in one thread on <see cref="SimulatedTime"/>, so the
+/// same options and seed give the same run, event for event. Failure-free: no node crashes.
+/// </summary>
+internal static class ChillerSimulation
+{
+    /// <param name="duration">virtual time coordinators start transactions in; the drain follows</param>
+    /// <param name="inspect">called with every partition's primary database once the run has drained</param>
+    public static ChillerRunResult Run(IPartitionedWorkload workload, ChillerOptions options, TimeSpan duration,
+                                       Action<IReadOnlyList<Database>>? inspect = null)
+    {
+        if (duration <= TimeSpan.Zero) throw new ArgumentOutOfRangeException(nameof(duration), $"chiller: run time {duration} must be positive");
+        using var cluster = new ChillerCluster(workload, options.Validated());
+        var result = cluster.Run(duration);
+        inspect?.Invoke(cluster.Databases);
+        return result;
+    }
+}
+
+/// <summary>One simulated Chiller cluster.</summary>
+internal sealed class ChillerCluster : ISlotCluster, IDisposable
+{
+    readonly Database[] _databases;
+    readonly ChillerPrimary[] _primaries;
+    readonly ChillerReplica[][] _replicas;
+    readonly ChillerCoordinator[][] _coordinators;
+    readonly Dictionary<string, RegionProgram> _programs;
+    readonly Dictionary<long, bool> _decisions = new();
+    readonly InProcessTransport _transport;
+    readonly long[] _steps = new long[Enum.GetValues<ChillerStep>().Length];
+
+    public ChillerCluster(IPartitionedWorkload workload, ChillerOptions options)
+    {
+        Options = options;
+        Topology = options.Topology;
+        Lookup = options.Lookup;
+        Time = new SimulatedTime(choose: options.Explorer);
+        _transport = new InProcessTransport(Topology.Nodes, Time, options.Faults, options.Seed);
+        _databases = new Database[Topology.Partitions];
+        _primaries = new ChillerPrimary[Topology.Partitions];
+        _replicas = new ChillerReplica[Topology.Partitions][];
+        _programs = new Dictionary<string, RegionProgram>();
+        for (int p = 0; p < Topology.Partitions; p++)
+        {
+            var db = _databases[p] = new Database();
+            workload.Load(db, p, Lookup.Map);
+            PartitionedHistory.CheckSameSchema(workload, _databases, p);
+            if (p == 0)
+                foreach (var program in workload.Programs) _programs.Add(program.Name, RegionProgram.Check(program, Lookup.Map));
+            var protocol = (LockingProtocol)ProtocolRegistry.Create("NoWait", ProtocolSetup.For(db, 1));
+            _primaries[p] = new ChillerPrimary(Topology.PrimaryOf(p), p, protocol, new HistoryRecorder(1), this);
+            var copies = Topology.CopiesOf(p);
+            _replicas[p] = new ChillerReplica[copies.Length];
+            for (int r = 1; r < copies.Length; r++)
+            {
+                var copy = new Database();
+                workload.Load(copy, p, Lookup.Map);
+                _replicas[p][r] = new ChillerReplica(copies[r], p, r, copy, this);
+            }
+        }
+        _coordinators = new ChillerCoordinator[Topology.Nodes][];
+        for (int n = 0; n < Topology.Nodes; n++)
+        {
+            _coordinators[n] = new ChillerCoordinator[options.SlotsPerNode];
+            int[] homes = Topology.PrimariesOn(n).ToArray();
+            for (int s = 0; s < options.SlotsPerNode; s++)
+            {
+                ulong seed = options.Seed * 0x9E3779B97F4A7C15UL + (ulong)(n * ClusterTxnId.MaxSlots + s + 1);
+                _coordinators[n][s] = new ChillerCoordinator(n, s, this, workload.CreateSource(n * options.SlotsPerNode + s, seed, homes), seed);
+            }
+            int node = n;
+            _transport.Attach(n, e => Deliver(node, e));
+        }
+    }
+
+    public ChillerOptions Options { get; }
+    public ClusterTopology Topology { get; }
+    public ChillerLookup Lookup { get; }
+    public SimulatedTime Time { get; }
+    public ITransport Transport => _transport;
+    /// <summary>Every partition's primary database, by partition.</summary>
+    public IReadOnlyList<Database> Databases => _databases;
+    public WorkerStats Stats { get; } = new();
+    public TimeSpan Backoff => Options.Backoff;
+    /// <summary>Commits that locked an outer record off their inner host's partition: a Chiller
+    /// commit uses another partition only so.</summary>
+    public long MultiPartitionCommits { get; set; }
+    public List<string> Failures { get; } = new();
+    public long InnerCommits { get; set; }
+    public long DeferredBodies { get; set; }
+    public long LogEntries { get; set; }
+    /// <summary>Set once the run's time is over: coordinators start nothing new.</summary>
+    public bool Stopping { get; private set; }
+
+    /// <summary>A program by the name a message carries, with its region analysis.</summary>
+    public RegionProgram Program(string name) =>
+        _programs.TryGetValue(name, out var program) ? program : throw new InvalidOperationException($"chiller: no program named {name}");
+
+    /// <summary>Where a coordinator on <paramref name="node"/> puts a transaction none of whose ops
+    /// can be placed before it runs: the first primary on its node, or one chosen by its number.</summary>
+    public int HomePartition(int node) => Topology.PrimariesOn(node) is { Length: > 0 } primaries ? primaries[0] : node % Topology.Partitions;
+
+    /// <summary>The outcome a coordinator learned, the log the atomicity check reads.</summary>
+    public void Decided(long txn, bool commit) => _decisions.Add(txn, commit);
+
+    public void Trace(ChillerStep step, long txn, int partition)
+    {
+        _steps[(int)step]++;
+        Options.Observer?.Invoke(step, txn, partition);
+    }
+
+    void Deliver(int node, Envelope e)
+    {
+        switch (e.Message)
+        {
+            case LockOuter m: ToPrimary(node, m.Partition, e); break;
+            case PrepareOuter m: ToPrimary(node, m.Partition, e); break;
+            case Delegate m: ToPrimary(node, m.Partition, e); break;
+            case ReplicaAck m: ToPrimary(node, m.Partition, e); break;
+            case OuterDecision m: ToPrimary(node, m.Partition, e); break;
+            case Replicate m:
+                if (Topology.CopiesOf(m.Partition)[m.Copy] != node)
+                    throw new InvalidOperationException($"node {node}: an entry for partition {m.Partition}'s copy {m.Copy}, which node {Topology.CopiesOf(m.Partition)[m.Copy]} holds");
+                _replicas[m.Partition][m.Copy].Receive(e.From, m);
+                break;
+            case OuterLocked m: ToCoordinator(node, m.Txn, e); break;
+            case OuterPrepared m: ToCoordinator(node, m.Txn, e); break;
+            case InnerNotify m: ToCoordinator(node, m.Txn, e); break;
+            case InnerAborted m: ToCoordinator(node, m.Txn, e); break;
+            case OuterDone m: ToCoordinator(node, m.Txn, e); break;
+            default: throw new InvalidOperationException($"node {node}: a message of unknown type {e.Message.GetType().Name} from node {e.From}");
+        }
+    }
+
+    void ToPrimary(int node, int partition, Envelope e)
+    {
+        if (Topology.PrimaryOf(partition) != node)
+            throw new InvalidOperationException($"node {node}: a request for partition {partition}, whose primary is node {Topology.PrimaryOf(partition)}");
+        _primaries[partition].Receive(e.Message);
+    }
+
+    void ToCoordinator(int node, long txn, Envelope e)
+    {
+        if (ClusterTxnId.NodeOf(txn) != node)
+            throw new InvalidOperationException($"node {node}: a reply for {ClusterTxnId.Describe(txn)}, coordinated by node {ClusterTxnId.NodeOf(txn)}");
+        _coordinators[node][ClusterTxnId.SlotOf(txn)].Receive(e.Message);
+    }
+
+    public ChillerRunResult Run(TimeSpan duration)
+    {
+        foreach (var node in _coordinators)
+            foreach (var c in node) c.StartNext();
+        Time.RunUntil(duration);
+        Stopping = true;
+        Time.RunUntil(duration + Options.Drain);
+        var run = new ClusterRunResult(Stats, duration, PartitionedHistory.Merge(_primaries.Select(p => p.History)),
+                                       PartitionedHistory.CheckAtomicity(_primaries.Select(p => p.Outcomes), _decisions),
+                                       PartitionedHistory.Unfinished(_primaries.Select(p => p.Unfinished), _coordinators.SelectMany(n => n)), Failures,
+                                       Time.Fired, _transport.Sent, _transport.Dropped, _transport.Duplicated, MultiPartitionCommits);
+        var steps = Enum.GetValues<ChillerStep>().ToDictionary(s => s, s => _steps[(int)s]);
+        return new ChillerRunResult(run, CheckReplicas(), InnerCommits, MultiPartitionCommits, DeferredBodies, LogEntries, steps);
+    }
+
+
+    /// <summary>Replica agreement once drained: every copy applied the whole log and holds what its
+    /// primary holds, record for record (the same keys, payloads and versions).</summary>
+    List<string> CheckReplicas()
+    {
+        var wrong = new List<string>();
+        for (int p = 0; p < _primaries.Length; p++)
+            for (int r = 1; r < _replicas[p].Length; r++)
+            {
+                var replica = _replicas[p][r];
+                string copy = $"partition {p}, copy {r}";
+                if (replica.Applied != _primaries[p].LastSeq || replica.Held != 0)
+                    wrong.Add($"{copy}: applied {replica.Applied} of the {_primaries[p].LastSeq} entries its primary shipped, {replica.Held} held back");
+                foreach (var table in _databases[p].Tables)
+                {
+                    var other = replica.Database[table.Id];
+                    long reachable = 0;
+                    for (int row = 0; row < table.Count; row++)
+                    {
+                        long key = table.Key(row);
+                        if (table.Find(key) != row) continue; // an aborted insert's row: never reachable
+                        reachable++;
+                        int there = other.Find(key);
+                        if (there < 0) wrong.Add($"{copy}: table {table.Name} lacks key {key}");
+                        else if (!table.Payload(row).SequenceEqual(other.Payload(there)) || table.Version(row) != other.Version(there))
+                            wrong.Add($"{copy}: table {table.Name} key {key} differs from the primary's (version {ClusterTxnId.Describe(other.Version(there))}, primary {ClusterTxnId.Describe(table.Version(row))})");
+                    }
+                    if (other.Count != reachable) wrong.Add($"{copy}: table {table.Name} has {other.Count} rows, the primary {reachable}");
+                }
+            }
+        return wrong;
+    }
+
+
+    public void Dispose()
+    {
+        foreach (var db in _databases) db?.Dispose();
+        foreach (var copies in _replicas)
+            if (copies is not null)
+                foreach (var r in copies) r?.Database.Dispose();
+    }
+}

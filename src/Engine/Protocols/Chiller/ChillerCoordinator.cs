@@ -1,0 +1,195 @@
+using Contend.Engine.Cluster;
+using Contend.Engine.Runtime;
+
+namespace Contend.Engine.Protocols.Chiller;
+
+/// <summary>
+/// Chiller's coordinator slot (<see cref="SlotCoordinator"/>): an attempt runs Section 3.3's
+/// steps 1-5: plan the regions, lock and read the outer region op by op (NO_WAIT), delegate the
+/// inner region, learn its outcome from the copies of the inner partition, and commit or release
+/// the outer region. A node's slots overlap one another's network waits, as the paper's
+/// co-routines do.
+/// </summary>
+internal sealed class ChillerCoordinator : SlotCoordinator
+{
+    enum Phase : byte { Idle, Locking, Preparing, Delegated, Finishing }
+
+    readonly ChillerCluster _cluster;
+    /// <summary>Partitions the attempt asked to lock something, those off the host with inserts to
+    /// claim, and which of them still owe an answer.</summary>
+    readonly bool[] _touched, _inserts, _waiting;
+    int _waitingCount;
+    Regions _regions;
+    /// <summary>Bit i: outer op i is locked at the inner host's partition.</summary>
+    ulong _lockedAtHost;
+    /// <summary>True once the attempt locked something off the inner host's partition: a two-region transaction.</summary>
+    bool _elsewhere;
+    /// <summary>Bit c: copy c of the inner partition has notified.</summary>
+    ulong _notified;
+    int _position;
+    Phase _phase;
+    bool _commit;
+    AbortReason _reason;
+    string? _failure;
+
+    public ChillerCoordinator(int node, int slot, ChillerCluster cluster, ITransactionSource source, ulong seed)
+        : base(node, slot, cluster, source, seed)
+    {
+        _cluster = cluster;
+        _touched = new bool[cluster.Topology.Partitions];
+        _waiting = new bool[cluster.Topology.Partitions];
+        _inserts = new bool[cluster.Topology.Partitions];
+    }
+
+    protected override void BeginAttempt()
+    {
+        Array.Clear(_touched);
+        Array.Clear(_waiting);
+        Array.Clear(_inserts);
+        _waitingCount = 0;
+        _lockedAtHost = 0;
+        _elsewhere = false;
+        _notified = 0;
+        _position = 0;
+        _reason = AbortReason.None;
+        _failure = null;
+        _regions = _cluster.Program(Ctx.Program.Name).Plan(Ctx.Args, _cluster.Lookup, _cluster.HomePartition(Node));
+        _phase = Phase.Locking;
+        NextOuter();
+    }
+
+    /// <summary>Step 3: the next outer op in the program's order, or step 4 once every one is locked.</summary>
+    void NextOuter()
+    {
+        var program = Ctx.Program;
+        while (_position < program.Order.Length && _regions.IsInner(program.Order[_position])) _position++;
+        if (_position == program.Order.Length)
+        {
+            PrepareOrDelegate();
+            return;
+        }
+        int op = program.Order[_position];
+        var o = program.Ops[op];
+        long key = o.ResolveKey(Ctx.Args, Ctx.Results);
+        // A replicated table's read goes to the inner host, which holds it like every partition.
+        int partition = _cluster.Lookup.Map.Replicates(o.TableId) ? _regions.Host : _cluster.Lookup.Map.PartitionOf(o.TableId, key);
+        _touched[partition] = true;
+        if (partition == _regions.Host) _lockedAtHost |= RegionProgram.Bit(op);
+        else
+        {
+            _elsewhere = true;
+            if (o.Mode == Programs.AccessMode.Insert) _inserts[partition] = true;
+        }
+        Send(partition, new LockOuter(Txn, partition, Ctx.Timestamp, program.Name, op, key, _regions.IsDeferred(op),
+                                      Ctx.Args.AsSpan(0, program.ArgCount).ToArray(), Ctx.Results.AsSpan(0, program.Ops.Length).ToArray()));
+    }
+
+    /// <summary>Claims the outer inserts' keys where there are any (the host claims its own), then delegates.</summary>
+    void PrepareOrDelegate()
+    {
+        for (int p = 0; p < _inserts.Length; p++)
+        {
+            if (!_inserts[p]) continue;
+            _waiting[p] = true;
+            _waitingCount++;
+            Send(p, new PrepareOuter(Txn, p));
+        }
+        if (_waitingCount == 0) Delegate();
+        else _phase = Phase.Preparing;
+    }
+
+    void Delegate()
+    {
+        var program = Ctx.Program;
+        _phase = Phase.Delegated;
+        _cluster.Trace(ChillerStep.CoordDelegate, Txn, _regions.Host);
+        Send(_regions.Host, new Delegate(Txn, _regions.Host, Ctx.Timestamp, program.Name, Ctx.Args.AsSpan(0, program.ArgCount).ToArray(),
+                                         Ctx.Results.AsSpan(0, program.Ops.Length).ToArray(), _regions.Inner, _regions.Deferred & _lockedAtHost));
+    }
+
+    public void Receive(object message)
+    {
+        switch (message)
+        {
+            case OuterLocked m when m.Txn == Txn && _phase == Phase.Locking && _position < Ctx.Program.Order.Length && m.Op == Ctx.Program.Order[_position]:
+                if (m.Reason != AbortReason.None)
+                {
+                    // The denying partition has released what the attempt held there already.
+                    _touched[m.Partition] = false;
+                    _failure = m.Failure;
+                    Decide(commit: false, m.Reason);
+                    return;
+                }
+                if (!_regions.IsDeferred(m.Op)) Ctx.Results[m.Op] = m.Result;
+                _position++;
+                NextOuter();
+                break;
+            case OuterPrepared m when m.Txn == Txn && _phase == Phase.Preparing && _waiting[m.Partition]:
+                _waiting[m.Partition] = false;
+                _waitingCount--;
+                if (m.Reason != AbortReason.None)
+                {
+                    _touched[m.Partition] = false;
+                    _failure = m.Failure;
+                    Array.Clear(_waiting);
+                    _waitingCount = 0;
+                    Decide(commit: false, m.Reason);
+                }
+                else if (_waitingCount == 0) Delegate();
+                break;
+            case InnerNotify m when m.Txn == Txn && _phase == Phase.Delegated && (_notified & (1UL << m.Copy)) == 0:
+                _notified |= 1UL << m.Copy;
+                if (_notified != ExpectedNotifiers) return;
+                for (int i = 0; i < Ctx.Program.Ops.Length; i++)
+                    if (_regions.IsInner(i)) Ctx.Results[i] = m.Results[i];
+                _cluster.Trace(ChillerStep.CoordLearnCommit, Txn, m.Partition);
+                Decide(commit: true, AbortReason.None);
+                break;
+            case InnerAborted m when m.Txn == Txn && _phase == Phase.Delegated:
+                _cluster.Trace(ChillerStep.CoordLearnAbort, Txn, m.Partition);
+                // The host ended its share, the outer locks it held with it.
+                _touched[_regions.Host] = false;
+                _failure = m.Failure;
+                Decide(commit: false, m.Reason);
+                break;
+            case OuterDone m when m.Txn == Txn && _phase == Phase.Finishing && _waiting[m.Partition]:
+                _waiting[m.Partition] = false;
+                if (--_waitingCount == 0) End();
+                break;
+            // Anything else is a doubled copy for an attempt or a phase that is over.
+        }
+    }
+
+    /// <summary>D6: every copy of the inner partition other than the host, or the host itself when it has none.</summary>
+    ulong ExpectedNotifiers => _cluster.Topology.Replicas == 1 ? 1UL : ((1UL << _cluster.Topology.Replicas) - 1) & ~1UL;
+
+    /// <summary>Step 5: the outcome to every outer partition that holds something (the host's share
+    /// has ended with its inner region, either way).</summary>
+    void Decide(bool commit, AbortReason reason)
+    {
+        _commit = commit;
+        _reason = reason;
+        _cluster.Decided(Txn, commit);
+        if (_phase == Phase.Delegated || commit) _touched[_regions.Host] = false;
+        _phase = Phase.Finishing;
+        long[] results = Ctx.Results.AsSpan(0, Ctx.Program.Ops.Length).ToArray();
+        for (int p = 0; p < _touched.Length; p++)
+        {
+            if (!_touched[p]) continue;
+            _waiting[p] = true;
+            _waitingCount++;
+            Send(p, new OuterDecision(Txn, p, commit, results));
+        }
+        if (_waitingCount == 0) End();
+    }
+
+    void End()
+    {
+        _cluster.Trace(ChillerStep.CoordFinish, Txn, _regions.Host);
+        _phase = Phase.Idle;
+        Finish(_commit, _reason, _failure, _elsewhere);
+    }
+
+    void Send(int partition, object message) =>
+        _cluster.Transport.Send(new Envelope(Node, _cluster.Topology.PrimaryOf(partition), message));
+}

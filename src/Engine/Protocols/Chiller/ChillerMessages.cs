@@ -1,0 +1,54 @@
+namespace Contend.Engine.Protocols.Chiller;
+
+// Chiller's messages over the transport, each named after the spec action that sends it
+// (specs/Chiller/Chiller.tla). Every one names its transaction attempt (a ClusterTxnId, whose
+// node is the coordinator's), so a doubled copy is recognised by its receiver's state (the
+// spec's D1) and answered or dropped. A program travels by name, found in each node's catalogue.
+
+/// <summary>CoordLockOuter: the coordinator asks a partition's primary to lock op
+/// <paramref name="Op"/>'s row (NO_WAIT), and, unless <paramref name="Deferred"/>, to run its body.</summary>
+internal sealed record LockOuter(long Txn, int Partition, long Timestamp, string Program, int Op, long Key, bool Deferred, long[] Args, long[] Results);
+
+/// <summary>The primary's answer: locked (<paramref name="Reason"/> None, the body's result) or
+/// denied (CoordLockDenied), and why; <paramref name="Failure"/> when a body threw.</summary>
+internal sealed record OuterLocked(long Txn, int Partition, int Op, long Result, AbortReason Reason, string? Failure);
+
+/// <summary>The end of step 3 on an outer partition that has inserts: claim their keys (an
+/// insert's lock), the last thing there that can refuse the transaction.</summary>
+internal sealed record PrepareOuter(long Txn, int Partition);
+
+/// <summary>The claims' answer: yes (<paramref name="Reason"/> None), or no and why (CoordLockDenied);
+/// <paramref name="Failure"/> when an insert's body threw.</summary>
+internal sealed record OuterPrepared(long Txn, int Partition, AbortReason Reason, string? Failure);
+
+/// <summary>CoordDelegate: the inner region to its host, with everything it needs: the outer
+/// region's results, which ops are inner, and which outer ops the host holds locked for a body
+/// that reads the inner region (they commit with it).</summary>
+internal sealed record Delegate(long Txn, int Partition, long Timestamp, string Program, long[] Args, long[] Results, ulong Inner, ulong HostDeferred);
+
+/// <summary>One row as a replication message carries it: its after-image, or a new row.</summary>
+internal sealed record RowImage(int Table, long Key, bool Inserted, byte[] Payload);
+
+/// <summary>The partition's log entry <paramref name="Seq"/> to one of its replicas
+/// (InnerExecute's replication message, or an outer commit's synchronous log shipping, D3).
+/// An inner entry carries the inner region's results, which the replica passes on to the
+/// coordinator when it has applied it; an outer entry carries none.</summary>
+internal sealed record Replicate(long Txn, int Partition, int Copy, long Seq, RowImage[] Rows, long[]? InnerResults);
+
+/// <summary>ReplicaReceive's acknowledgement, to the primary: the entry is held (the NIC's ack
+/// of the paper's RDMA write).</summary>
+internal sealed record ReplicaAck(long Txn, int Partition, int Copy, long Seq);
+
+/// <summary>ReplicaApply's notification to the coordinator (or InnerCommit's, from a host with no
+/// replica): the inner region is applied at copy <paramref name="Copy"/>, with its results.</summary>
+internal sealed record InnerNotify(long Txn, int Partition, int Copy, long[] Results);
+
+/// <summary>InnerReject's notice to the coordinator: the inner region aborted, and why.</summary>
+internal sealed record InnerAborted(long Txn, int Partition, AbortReason Reason, string? Failure);
+
+/// <summary>OuterCommit or OuterRelease: the coordinator's outcome to an outer partition, with
+/// every result the deferred bodies may read.</summary>
+internal sealed record OuterDecision(long Txn, int Partition, bool Commit, long[] Results);
+
+/// <summary>The outer partition has applied the outcome (its writes on every copy first).</summary>
+internal sealed record OuterDone(long Txn, int Partition);

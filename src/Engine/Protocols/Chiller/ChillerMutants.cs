@@ -1,0 +1,19 @@
+namespace Contend.Engine.Protocols.Chiller;
+
+/// <summary>Deliberately broken steps of Chiller, each the code's form of a mutant of
+/// <c>specs/Chiller/Chiller.tla</c>, for the tests that must catch them (internal, test builds
+/// only: <see cref="MutantFlag"/>).</summary>
+[Flags]
+internal enum ChillerMutants
+{
+    None = 0,
+    /// <summary>An outer partition releases each lock as soon as its op has run in step 3, before
+    /// the inner region commits: 2PL's shrinking phase begun before the transaction's serialization
+    /// point (the merged history is not serializable). The code's form of the outer locks the spec
+    /// holds from CoordLockOuter to OuterCommit, which its serialization-point argument (D8) rests on.</summary>
+    OuterReleasesEarly = 1,
+    /// <summary>ChillerMutantOuterUnilateralAbort: an outer partition that denies a lock also
+    /// aborts the other attempts it holds locks for, as a 2PC participant may before it votes;
+    /// the inner region of one may have committed already (atomicity fails).</summary>
+    OuterAbortsUnilaterally = 2,
+}
