@@ -8,8 +8,10 @@ namespace Contend.Engine.Cluster;
 /// <remarks>
 /// Placement is round robin, partition p's copies on nodes p, p + 1, ... (mod nodes), so
 /// every node holds the same share when the partitions are a multiple of the nodes, and no
-/// two copies of a partition share a node. A node id is 8 bits of every transaction id
-/// (<see cref="ClusterTxnId"/>), hence the limit.
+/// two copies of a partition share a node. With <c>replicasApart</c>, copy r of partition p is
+/// on node r * partitions + p instead: the primaries on nodes 0..partitions-1 and every replica
+/// on a node of its own, so that a replica can fail without taking a primary or a coordinator
+/// with it. A node id is 8 bits of every transaction id (<see cref="ClusterTxnId"/>), hence the limit.
 /// </remarks>
 internal sealed class ClusterTopology
 {
@@ -24,11 +26,13 @@ internal sealed class ClusterTopology
     public int Partitions { get; }
     public int Replicas { get; }
 
-    public ClusterTopology(int nodes, int partitions, int replicas = 1)
+    public ClusterTopology(int nodes, int partitions, int replicas = 1, bool replicasApart = false)
     {
         if (nodes is < 1 or > MaxNodes) throw new ArgumentOutOfRangeException(nameof(nodes), $"topology: {nodes} nodes, must be 1..{MaxNodes}");
         if (partitions is < 1 or > MaxPartitions) throw new ArgumentOutOfRangeException(nameof(partitions), $"topology: {partitions} partitions, must be 1..{MaxPartitions}");
         if (replicas < 1 || replicas > nodes) throw new ArgumentOutOfRangeException(nameof(replicas), $"topology: {replicas} copies of each partition on {nodes} nodes, must be 1..{nodes} (no two copies on one node)");
+        if (replicasApart && nodes < partitions * replicas)
+            throw new ArgumentOutOfRangeException(nameof(nodes), $"topology: {partitions} partitions of {replicas} copies each on nodes of their own need {partitions * replicas} nodes, not {nodes}");
         Nodes = nodes;
         Partitions = partitions;
         Replicas = replicas;
@@ -36,7 +40,7 @@ internal sealed class ClusterTopology
         for (int p = 0; p < partitions; p++)
         {
             _copies[p] = new int[replicas];
-            for (int r = 0; r < replicas; r++) _copies[p][r] = (p + r) % nodes;
+            for (int r = 0; r < replicas; r++) _copies[p][r] = replicasApart ? r * partitions + p : (p + r) % nodes;
         }
         _primaries = new int[nodes][];
         for (int n = 0; n < nodes; n++)
@@ -51,6 +55,14 @@ internal sealed class ClusterTopology
 
     /// <summary>The partitions whose primary is <paramref name="node"/>, ascending.</summary>
     public ReadOnlySpan<int> PrimariesOn(int node) => _primaries[node];
+
+    /// <summary>Every (partition, copy) held by <paramref name="node"/>.</summary>
+    public IEnumerable<(int Partition, int Copy)> CopiesOn(int node)
+    {
+        for (int p = 0; p < Partitions; p++)
+            for (int r = 0; r < Replicas; r++)
+                if (_copies[p][r] == node) yield return (p, r);
+    }
 
     public override string ToString() => $"{Nodes} nodes, {Partitions} partitions, {Replicas} cop{(Replicas == 1 ? "y" : "ies")} each";
 }

@@ -26,6 +26,11 @@ internal sealed record ChillerOptions(ClusterTopology Topology, ChillerLookup Lo
     /// <summary>Called at every step with its transaction and partition: a trace of the run.</summary>
     public Action<ChillerStep, long, int>? Observer { get; init; }
 
+    /// <summary>Nodes to stop, each right after a given step (crash-stop: a stopped node never returns).</summary>
+    public IReadOnlyList<ChillerCrash> Crashes { get; init; } = [];
+    /// <summary>How long after a node stops the failure detector suspects it (a lease's length).</summary>
+    public TimeSpan DetectionDelay { get; init; } = TimeSpan.FromMicroseconds(500);
+
     internal ChillerMutants Mutants { get; init; }
 
     internal ChillerOptions Validated()
@@ -48,6 +53,19 @@ internal sealed record ChillerOptions(ClusterTopology Topology, ChillerLookup Lo
             throw new ArgumentException($"chiller: a simulated network needs every delay above 0 (shortest here: {Faults.ShortestDelay}), or its clock need never move", nameof(Faults));
         if (Backoff <= TimeSpan.Zero) throw new ArgumentOutOfRangeException(nameof(Backoff), $"chiller: backoff {Backoff} must be positive");
         if (Drain < TimeSpan.Zero) throw new ArgumentOutOfRangeException(nameof(Drain), $"chiller: drain {Drain} is negative");
+        if (DetectionDelay <= TimeSpan.Zero) throw new ArgumentOutOfRangeException(nameof(DetectionDelay), $"chiller: detection delay {DetectionDelay} must be positive");
+        foreach (var crash in Crashes)
+        {
+            if (!ChillerCrashPoints.Recovered.Contains(crash.After))
+                throw new ArgumentException($"chiller: a crash after {crash.After}: the node that takes it is a primary, a coordinator or the cluster manager, whose recovery is not built yet (crashes after {string.Join(", ", ChillerCrashPoints.Recovered)} are)", nameof(Crashes));
+            if (crash.Occurrence < 1) throw new ArgumentOutOfRangeException(nameof(Crashes), $"chiller: a crash after occurrence {crash.Occurrence} of {crash.After}: occurrences count from 1");
+            if (crash.Node is int n && (uint)n >= (uint)Topology.Nodes) throw new ArgumentOutOfRangeException(nameof(Crashes), $"chiller: a crash of node {n}, but nodes are 0..{Topology.Nodes - 1}");
+        }
+        if (Crashes.Count > 0)
+            for (int p = 0; p < Topology.Partitions; p++)
+                foreach (int node in Topology.CopiesOf(p)[1..])
+                    if (Topology.PrimariesOn(node).Length > 0)
+                        throw new ArgumentException($"chiller: crashes need every replica on a node without a primary (partition {p}'s replica is on node {node}, which is a primary too): build the topology with replicasApart", nameof(Crashes));
         return this;
     }
 }
@@ -59,8 +77,10 @@ internal sealed record ChillerOptions(ClusterTopology Topology, ChillerLookup Lo
 /// <param name="DeferredBodies">outer bodies run after their inner region committed</param>
 /// <param name="LogEntries">entries the primaries shipped to their replicas</param>
 /// <param name="Steps">how often each step ran</param>
+/// <param name="Crashed">the nodes the crash plan stopped, and when</param>
 internal sealed record ChillerRunResult(ClusterRunResult Run, IReadOnlyList<string> ReplicaDisagreements, long InnerCommits, long TwoRegionCommits,
-                                        long DeferredBodies, long LogEntries, IReadOnlyDictionary<ChillerStep, long> Steps);
+                                        long DeferredBodies, long LogEntries, IReadOnlyDictionary<ChillerStep, long> Steps,
+                                        IReadOnlyList<(int Node, TimeSpan At)> Crashed);
 
 /// <summary>
 /// Chiller over a simulated cluster: every partition's primary and replicas, every node's
@@ -93,6 +113,13 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
     readonly Dictionary<long, bool> _decisions = new();
     readonly InProcessTransport _transport;
     readonly long[] _steps = new long[Enum.GetValues<ChillerStep>().Length];
+    /// <summary>Steps by node: [step * nodes + node].</summary>
+    readonly long[] _stepsAt;
+    readonly SimulatedMembership _membership;
+    /// <summary>Nodes that have stopped (crash-stop), whether or not the detector has noticed yet.</summary>
+    readonly bool[] _down;
+    /// <summary>The last view each node has learned.</summary>
+    readonly long[] _nodeEpoch;
 
     public ChillerCluster(IPartitionedWorkload workload, ChillerOptions options)
     {
@@ -101,6 +128,10 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
         Lookup = options.Lookup;
         Time = new SimulatedTime(choose: options.Explorer);
         _transport = new InProcessTransport(Topology.Nodes, Time, options.Faults, options.Seed);
+        _membership = new SimulatedMembership(Topology, Time, options.DetectionDelay, options.Faults.Local);
+        _down = new bool[Topology.Nodes];
+        _stepsAt = new long[Enum.GetValues<ChillerStep>().Length * Topology.Nodes];
+        _nodeEpoch = new long[Topology.Nodes];
         _databases = new Database[Topology.Partitions];
         _primaries = new ChillerPrimary[Topology.Partitions];
         _replicas = new ChillerReplica[Topology.Partitions][];
@@ -126,15 +157,17 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
         _coordinators = new ChillerCoordinator[Topology.Nodes][];
         for (int n = 0; n < Topology.Nodes; n++)
         {
-            _coordinators[n] = new ChillerCoordinator[options.SlotsPerNode];
             int[] homes = Topology.PrimariesOn(n).ToArray();
-            for (int s = 0; s < options.SlotsPerNode; s++)
+            // Transactions start where a primary serves: a node that only keeps replicas coordinates none.
+            _coordinators[n] = new ChillerCoordinator[homes.Length == 0 ? 0 : options.SlotsPerNode];
+            for (int s = 0; s < _coordinators[n].Length; s++)
             {
                 ulong seed = options.Seed * 0x9E3779B97F4A7C15UL + (ulong)(n * ClusterTxnId.MaxSlots + s + 1);
                 _coordinators[n][s] = new ChillerCoordinator(n, s, this, workload.CreateSource(n * options.SlotsPerNode + s, seed, homes), seed);
             }
             int node = n;
             _transport.Attach(n, e => Deliver(node, e));
+            _membership.Watch(n, view => OnView(node, view));
         }
     }
 
@@ -142,6 +175,7 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
     public ClusterTopology Topology { get; }
     public ChillerLookup Lookup { get; }
     public SimulatedTime Time { get; }
+    public IMembership Membership => _membership;
     public ITransport Transport => _transport;
     /// <summary>Every partition's primary database, by partition.</summary>
     public IReadOnlyList<Database> Databases => _databases;
@@ -168,14 +202,55 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
     /// <summary>The outcome a coordinator learned, the log the atomicity check reads.</summary>
     public void Decided(long txn, bool commit) => _decisions.Add(txn, commit);
 
-    public void Trace(ChillerStep step, long txn, int partition)
+    /// <summary>Step <paramref name="step"/> taken by <paramref name="node"/>: counted, traced, and
+    /// the node stopped right after it if the crash plan says so.</summary>
+    public void Trace(ChillerStep step, long txn, int partition, int node)
     {
-        _steps[(int)step]++;
+        long occurrence = ++_steps[(int)step], here = ++_stepsAt[(int)step * Topology.Nodes + node];
         Options.Observer?.Invoke(step, txn, partition);
+        foreach (var crash in Options.Crashes)
+            if (crash.After == step && crash.Occurrence == (crash.Node is null ? occurrence : crash.Node == node ? here : -1)) Crash(node);
+    }
+
+    /// <summary>Stops a node: from now on it handles nothing; the failure detector notices later.</summary>
+    void Crash(int node)
+    {
+        if (_down[node]) return;
+        _down[node] = true;
+        Crashed.Add((node, Time.Elapsed));
+        _membership.ReportDown(node, Recover);
+    }
+
+    public bool IsDown(int node) => _down[node];
+
+    /// <summary>Nodes stopped, and when.</summary>
+    public List<(int Node, TimeSpan At)> Crashed { get; } = new();
+
+    /// <summary>The cluster manager's recovery of a suspected node: RecoverReplica for every copy it
+    /// kept (Options allow crashes of replica-only nodes alone): its channels closed and the copy
+    /// out of its partition's configuration, in one view.</summary>
+    void Recover(int node)
+    {
+        var view = _membership.Propose(v => new ClusterView(v.Epoch + 1, new HashSet<int>(v.CutOff) { node },
+            v.Configuration.Select((copies, p) => copies.Where(c => Topology.CopiesOf(p)[c] != node).ToArray()).ToArray()));
+        foreach (var (partition, _) in Topology.CopiesOn(node)) Trace(ChillerStep.RecoverReplica, 0, partition, node);
+        OnView(node, view);
+    }
+
+    /// <summary>A node learns a view: each of its components adjusts (in epoch order; a stopped node learns nothing).</summary>
+    void OnView(int node, ClusterView view)
+    {
+        if (_down[node] || view.Epoch <= _nodeEpoch[node]) return;
+        _nodeEpoch[node] = view.Epoch;
+        foreach (int p in Topology.PrimariesOn(node)) _primaries[p].OnView(view);
+        foreach (var c in _coordinators[node]) c.OnView(view);
     }
 
     void Deliver(int node, Envelope e)
     {
+        // A stopped node handles nothing; a closed channel delivers nothing (D2).
+        var cut = _membership.Current.CutOff;
+        if (_down[node] || cut.Contains(e.From) || cut.Contains(node)) return;
         switch (e.Message)
         {
             case LockOuter m: ToPrimary(node, m.Partition, e); break;
@@ -223,17 +298,19 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
                                        PartitionedHistory.Unfinished(_primaries.Select(p => p.Unfinished), _coordinators.SelectMany(n => n)), Failures,
                                        Time.Fired, _transport.Sent, _transport.Dropped, _transport.Duplicated, MultiPartitionCommits);
         var steps = Enum.GetValues<ChillerStep>().ToDictionary(s => s, s => _steps[(int)s]);
-        return new ChillerRunResult(run, CheckReplicas(), InnerCommits, MultiPartitionCommits, DeferredBodies, LogEntries, steps);
+        return new ChillerRunResult(run, CheckReplicas(), InnerCommits, MultiPartitionCommits, DeferredBodies, LogEntries, steps, Crashed);
     }
 
 
-    /// <summary>Replica agreement once drained: every copy applied the whole log and holds what its
-    /// primary holds, record for record (the same keys, payloads and versions).</summary>
+    /// <summary>Replica agreement once drained: every copy in the configuration applied the whole log
+    /// and holds what its primary holds, record for record (the same keys, payloads and versions).
+    /// With the primaries alive, that is durability too: every committed change is on every copy
+    /// that serves.</summary>
     List<string> CheckReplicas()
     {
         var wrong = new List<string>();
         for (int p = 0; p < _primaries.Length; p++)
-            for (int r = 1; r < _replicas[p].Length; r++)
+            foreach (int r in _membership.Current.ReplicasOf(p))
             {
                 var replica = _replicas[p][r];
                 string copy = $"partition {p}, copy {r}";

@@ -26,6 +26,8 @@ internal sealed class ChillerCoordinator : SlotCoordinator
     bool _elsewhere;
     /// <summary>Bit c: copy c of the inner partition has notified.</summary>
     ulong _notified;
+    /// <summary>The configuration as this node last learned it.</summary>
+    ClusterView _view;
     int _position;
     Phase _phase;
     bool _commit;
@@ -36,6 +38,7 @@ internal sealed class ChillerCoordinator : SlotCoordinator
         : base(node, slot, cluster, source, seed)
     {
         _cluster = cluster;
+        _view = cluster.Membership.Current;
         _touched = new bool[cluster.Topology.Partitions];
         _waiting = new bool[cluster.Topology.Partitions];
         _inserts = new bool[cluster.Topology.Partitions];
@@ -102,7 +105,7 @@ internal sealed class ChillerCoordinator : SlotCoordinator
     {
         var program = Ctx.Program;
         _phase = Phase.Delegated;
-        _cluster.Trace(ChillerStep.CoordDelegate, Txn, _regions.Host);
+        _cluster.Trace(ChillerStep.CoordDelegate, Txn, _regions.Host, Node);
         Send(_regions.Host, new Delegate(Txn, _regions.Host, Ctx.Timestamp, program.Name, Ctx.Args.AsSpan(0, program.ArgCount).ToArray(),
                                          Ctx.Results.AsSpan(0, program.Ops.Length).ToArray(), _regions.Inner, _regions.Deferred & _lockedAtHost));
     }
@@ -139,14 +142,12 @@ internal sealed class ChillerCoordinator : SlotCoordinator
                 break;
             case InnerNotify m when m.Txn == Txn && _phase == Phase.Delegated && (_notified & (1UL << m.Copy)) == 0:
                 _notified |= 1UL << m.Copy;
-                if (_notified != ExpectedNotifiers) return;
                 for (int i = 0; i < Ctx.Program.Ops.Length; i++)
                     if (_regions.IsInner(i)) Ctx.Results[i] = m.Results[i];
-                _cluster.Trace(ChillerStep.CoordLearnCommit, Txn, m.Partition);
-                Decide(commit: true, AbortReason.None);
+                if ((ExpectedNotifiers & ~_notified) == 0) LearnCommit();
                 break;
             case InnerAborted m when m.Txn == Txn && _phase == Phase.Delegated:
-                _cluster.Trace(ChillerStep.CoordLearnAbort, Txn, m.Partition);
+                _cluster.Trace(ChillerStep.CoordLearnAbort, Txn, m.Partition, Node);
                 // The host ended its share, the outer locks it held with it.
                 _touched[_regions.Host] = false;
                 _failure = m.Failure;
@@ -160,8 +161,30 @@ internal sealed class ChillerCoordinator : SlotCoordinator
         }
     }
 
-    /// <summary>D6: every copy of the inner partition other than the host, or the host itself when it has none.</summary>
-    ulong ExpectedNotifiers => _cluster.Topology.Replicas == 1 ? 1UL : ((1UL << _cluster.Topology.Replicas) - 1) & ~1UL;
+    void LearnCommit()
+    {
+        _cluster.Trace(ChillerStep.CoordLearnCommit, Txn, _regions.Host, Node);
+        Decide(commit: true, AbortReason.None);
+    }
+
+    /// <summary>D6: every copy of the inner partition in the configuration other than the host, or
+    /// the host itself when it has none (as this node's view has it).</summary>
+    ulong ExpectedNotifiers
+    {
+        get
+        {
+            ulong expected = 0;
+            foreach (int copy in _view.ReplicasOf(_regions.Host)) expected |= 1UL << copy;
+            return expected == 0 ? 1UL : expected;
+        }
+    }
+
+    /// <summary>A new view: a removed replica's notification is no longer awaited.</summary>
+    public void OnView(ClusterView view)
+    {
+        _view = view;
+        if (_phase == Phase.Delegated && _notified != 0 && (ExpectedNotifiers & ~_notified) == 0) LearnCommit();
+    }
 
     /// <summary>Step 5: the outcome to every outer partition that holds something (the host's share
     /// has ended with its inner region, either way).</summary>
@@ -185,7 +208,7 @@ internal sealed class ChillerCoordinator : SlotCoordinator
 
     void End()
     {
-        _cluster.Trace(ChillerStep.CoordFinish, Txn, _regions.Host);
+        _cluster.Trace(ChillerStep.CoordFinish, Txn, _regions.Host, Node);
         _phase = Phase.Idle;
         Finish(_commit, _reason, _failure, _elsewhere);
     }

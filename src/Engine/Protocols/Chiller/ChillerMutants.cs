@@ -16,4 +16,7 @@ internal enum ChillerMutants
     /// aborts the other attempts it holds locks for, as a 2PC participant may before it votes;
     /// the inner region of one may have committed already (atomicity fails).</summary>
     OuterAbortsUnilaterally = 2,
+    /// <summary>ChillerMutantWaitForCutOffReplica: a host keeps waiting for the acknowledgements of a
+    /// replica that recovery removed from the configuration (its transactions never end).</summary>
+    HostWaitsForRemovedReplica = 4,
 }

@@ -33,7 +33,12 @@ internal sealed class ChillerPrimary
     readonly Dictionary<long, Share> _live = new();
     readonly Stack<Share> _free = new();
     readonly Dictionary<long, bool> _outcomes = new();
-    readonly MutantFlag _abortsUnilaterally, _releasesEarly;
+    readonly MutantFlag _abortsUnilaterally, _releasesEarly, _waitsForRemoved;
+    /// <summary>Every inner region committed here, with its results: what a host left with no
+    /// replica notifies again. Kept for the run, as the outcome log is.</summary>
+    readonly List<(long Txn, long[] Results)> _innerCommitted = new();
+    /// <summary>Bit r: copy r is a replica in the configuration this primary knows.</summary>
+    ulong _replicas;
     long _lastSeq;
 
     public ChillerPrimary(int node, int partition, LockingProtocol protocol, HistoryRecorder history, ChillerCluster cluster)
@@ -46,6 +51,8 @@ internal sealed class ChillerPrimary
         _cluster = cluster;
         _abortsUnilaterally = new MutantFlag(cluster.Options.Mutants, ChillerMutants.OuterAbortsUnilaterally);
         _releasesEarly = new MutantFlag(cluster.Options.Mutants, ChillerMutants.OuterReleasesEarly);
+        _waitsForRemoved = new MutantFlag(cluster.Options.Mutants, ChillerMutants.HostWaitsForRemovedReplica);
+        foreach (int copy in cluster.Membership.Current.ReplicasOf(partition)) _replicas |= 1UL << copy;
     }
 
     public HistoryRecorder History { get; }
@@ -107,7 +114,7 @@ internal sealed class ChillerPrimary
         Debug.Assert(step != OpStep.Wait, $"partition {_partition}: NO_WAIT asked to wait");
         if (step == OpStep.Refused)
         {
-            _cluster.Trace(ChillerStep.CoordLockDenied, m.Txn, _partition);
+            _cluster.Trace(ChillerStep.CoordLockDenied, m.Txn, _partition, _node);
             End(share, commit: false);
             Send(coordinator, new OuterLocked(m.Txn, _partition, m.Op, 0, reason, null));
             // The twin: the attempts holding locks here are aborted too, whatever their inner region did.
@@ -121,7 +128,7 @@ internal sealed class ChillerPrimary
         if (_releasesEarly && ctx.Program.Ops[m.Op].Mode != AccessMode.Insert)
             _protocol.ReleaseForTwin(ctx, ctx.FindAccess(ctx.Program.Ops[m.Op].TableId, _cluster.Databases[_partition][ctx.Program.Ops[m.Op].TableId].Find(m.Key)));
         share.Keys[m.Op] = m.Key;
-        _cluster.Trace(ChillerStep.CoordLockOuter, m.Txn, _partition);
+        _cluster.Trace(ChillerStep.CoordLockOuter, m.Txn, _partition, _node);
         Send(coordinator, new OuterLocked(m.Txn, _partition, m.Op, m.Deferred ? 0 : ctx.Results[m.Op], AbortReason.None, null));
     }
 
@@ -143,7 +150,7 @@ internal sealed class ChillerPrimary
             var vote = Prepare(share.Context, ref failure);
             if (!vote.IsYes)
             {
-                _cluster.Trace(ChillerStep.CoordLockDenied, m.Txn, _partition);
+                _cluster.Trace(ChillerStep.CoordLockDenied, m.Txn, _partition, _node);
                 End(share, commit: false);
                 Send(coordinator, new OuterPrepared(m.Txn, _partition, vote.Reason, failure));
                 return;
@@ -171,12 +178,12 @@ internal sealed class ChillerPrimary
         int coordinator = ClusterTxnId.NodeOf(m.Txn);
         if (reason != AbortReason.None)
         {
-            _cluster.Trace(ChillerStep.InnerReject, m.Txn, _partition);
+            _cluster.Trace(ChillerStep.InnerReject, m.Txn, _partition, _node);
             End(share, commit: false);
             Send(coordinator, new InnerAborted(m.Txn, _partition, reason, failure));
             return;
         }
-        _cluster.Trace(ChillerStep.InnerExecute, m.Txn, _partition);
+        _cluster.Trace(ChillerStep.InnerExecute, m.Txn, _partition, _node);
         share.InnerResults = ctx.Results.AsSpan(0, ctx.Program.Ops.Length).ToArray();
         if (!ShipLog(share, Phase.Replicating, share.InnerResults))
             InnerCommit(share);
@@ -224,27 +231,53 @@ internal sealed class ChillerPrimary
     /// (no replica, or, for an outer commit, nothing written).</summary>
     bool ShipLog(Share share, Phase phase, long[]? innerResults)
     {
-        var copies = _cluster.Topology.CopiesOf(_partition);
         var rows = Rows(share.Context);
-        if (copies.Length == 1 || (rows.Length == 0 && innerResults is null)) return false;
+        if (_replicas == 0 || (rows.Length == 0 && innerResults is null)) return false;
         share.Phase = phase;
         share.Seq = ++_lastSeq;
-        share.AcksMissing = copies.Length - 1;
         share.Acked = 0;
         _cluster.LogEntries++;
-        for (int r = 1; r < copies.Length; r++)
-            _cluster.Transport.Send(new Envelope(_node, copies[r], new Replicate(share.Context.TxnId, _partition, r, share.Seq, rows, innerResults)));
+        var copies = _cluster.Topology.CopiesOf(_partition);
+        for (ulong r = _replicas; r != 0; r &= r - 1)
+        {
+            int copy = System.Numerics.BitOperations.TrailingZeroCount(r);
+            _cluster.Transport.Send(new Envelope(_node, copies[copy], new Replicate(share.Context.TxnId, _partition, copy, share.Seq, rows, innerResults)));
+        }
         return true;
     }
 
     void OnReplicaAck(ReplicaAck m)
     {
-        if (!_live.TryGetValue(m.Txn, out var share) || share.Seq != m.Seq || (share.Acked & (1UL << m.Copy)) != 0) return;
+        if (!_live.TryGetValue(m.Txn, out var share) || share.Seq != m.Seq) return;
         if (share.Phase is not (Phase.Replicating or Phase.Committing)) return;
         share.Acked |= 1UL << m.Copy;
-        if (--share.AcksMissing > 0) return;
+        CommitIfAcked(share);
+    }
+
+    /// <summary>Commits the share once every replica in the configuration has acknowledged its entry.</summary>
+    void CommitIfAcked(Share share)
+    {
+        if ((_replicas & ~share.Acked) != 0) return;
         if (share.Phase == Phase.Replicating) InnerCommit(share);
         else FinishOuterCommit(share);
+    }
+
+    /// <summary>A new view: the replicas that serve now. A host no longer waits for a removed
+    /// replica's acknowledgement (RecoverReplica); left with none, it tells the coordinators of what
+    /// it has committed itself (D6), since a removed replica may have died before it notified.</summary>
+    public void OnView(ClusterView view)
+    {
+        ulong replicas = 0;
+        foreach (int copy in view.ReplicasOf(_partition)) replicas |= 1UL << copy;
+        // The twin: the host keeps waiting for replicas the configuration has dropped.
+        if (_waitsForRemoved) replicas |= _replicas;
+        bool lastGone = _replicas != 0 && replicas == 0;
+        _replicas = replicas;
+        foreach (var share in _live.Values.Where(s => s.Phase is Phase.Replicating or Phase.Committing).OrderBy(s => s.Seq).ToList())
+            CommitIfAcked(share);
+        if (lastGone)
+            foreach (var (txn, results) in _innerCommitted)
+                Send(ClusterTxnId.NodeOf(txn), new InnerNotify(txn, _partition, 0, results));
     }
 
     /// <summary>InnerCommit: every replica holds the entry; install, release the inner locks. The
@@ -253,10 +286,11 @@ internal sealed class ChillerPrimary
     {
         long txn = share.Context.TxnId;
         var results = share.InnerResults!;
-        _cluster.Trace(ChillerStep.InnerCommit, txn, _partition);
+        _cluster.Trace(ChillerStep.InnerCommit, txn, _partition, _node);
         _cluster.InnerCommits++;
+        _innerCommitted.Add((txn, results));
         End(share, commit: true);
-        if (_cluster.Topology.Replicas == 1)
+        if (_replicas == 0)
             Send(ClusterTxnId.NodeOf(txn), new InnerNotify(txn, _partition, 0, results));
     }
 
@@ -281,7 +315,7 @@ internal sealed class ChillerPrimary
         if (share.Phase != Phase.Locking) return; // a doubled decision, its commit under way
         if (!m.Commit)
         {
-            _cluster.Trace(ChillerStep.OuterRelease, m.Txn, _partition);
+            _cluster.Trace(ChillerStep.OuterRelease, m.Txn, _partition, _node);
             End(share, commit: false);
             Send(coordinator, new OuterDone(m.Txn, _partition));
             return;
@@ -319,7 +353,7 @@ internal sealed class ChillerPrimary
     void FinishOuterCommit(Share share)
     {
         long txn = share.Context.TxnId;
-        _cluster.Trace(ChillerStep.OuterCommit, txn, _partition);
+        _cluster.Trace(ChillerStep.OuterCommit, txn, _partition, _node);
         End(share, commit: true);
         Send(ClusterTxnId.NodeOf(txn), new OuterDone(txn, _partition));
     }
@@ -389,7 +423,6 @@ internal sealed class ChillerPrimary
         public bool Prepared;
         public long[]? InnerResults;
         public long Seq;
-        public int AcksMissing;
         /// <summary>Bit r: copy r acknowledged <see cref="Seq"/>.</summary>
         public ulong Acked;
     }

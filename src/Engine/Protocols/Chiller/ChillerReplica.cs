@@ -28,8 +28,8 @@ internal sealed class ChillerReplica(int node, int partition, int copy, Database
         // Acknowledged on receipt, a doubled copy again (the primary ignores a second ack).
         cluster.Transport.Send(new Envelope(node, from, new ReplicaAck(m.Txn, partition, copy, m.Seq)));
         if (m.Seq <= _applied || !_held.TryAdd(m.Seq, m)) return;
-        cluster.Trace(ChillerStep.ReplicaReceive, m.Txn, partition);
-        while (_held.Remove(_applied + 1, out var next))
+        cluster.Trace(ChillerStep.ReplicaReceive, m.Txn, partition, node);
+        while (!cluster.IsDown(node) && _held.Remove(_applied + 1, out var next))
         {
             _applied++;
             Apply(next);
@@ -46,8 +46,8 @@ internal sealed class ChillerReplica(int node, int partition, int copy, Database
             image.Payload.CopyTo(table.Payload(row));
             Volatile.Write(ref table.Version(row), m.Txn);
         }
-        cluster.Trace(ChillerStep.ReplicaApply, m.Txn, partition);
         if (m.InnerResults is { } results)
             cluster.Transport.Send(new Envelope(node, ClusterTxnId.NodeOf(m.Txn), new InnerNotify(m.Txn, partition, copy, results)));
+        cluster.Trace(ChillerStep.ReplicaApply, m.Txn, partition, node);
     }
 }

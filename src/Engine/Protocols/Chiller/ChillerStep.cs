@@ -1,11 +1,11 @@
 namespace Contend.Engine.Protocols.Chiller;
 
 /// <summary>
-/// The steps of the failure-free protocol, each named after the action of
-/// <c>specs/Chiller/Chiller.tla</c> it implements; a run counts them and can hand each to an
-/// observer as a trace event (transaction, partition). The recovery actions (Crash through
-/// RecoverCoordinator, and CoordLearnParticipantFailed) are not here: the engine does not
-/// recover from failures yet.
+/// Every action a node takes in <c>specs/Chiller/Chiller.tla</c> (the disjuncts of its
+/// <c>Protocol</c>), by the same name: the catalogue of crash points. A run counts the steps it
+/// takes and hands each to an observer as a trace event (transaction, partition, node), and a
+/// crash plan stops the node that takes a given step (<see cref="ChillerCrash"/>). The engine does
+/// not take every one yet: <see cref="ChillerCrashPoints"/> says which.
 /// </summary>
 internal enum ChillerStep
 {
@@ -35,4 +35,46 @@ internal enum ChillerStep
     OuterRelease,
     /// <summary>Every outer partition has answered; the transaction is over.</summary>
     CoordFinish,
+    /// <summary>Section 5.2: the cluster manager removes a crashed replica from its partition's
+    /// configuration (closing its channels); hosts stop waiting for its acknowledgements.</summary>
+    RecoverReplica,
+    /// <summary>Section 5.2, first phase for a crashed primary or coordinator: its channels closed.</summary>
+    CloseChannels,
+    /// <summary>Section 5.2: survivors hand each other the crashed host's pending entries.</summary>
+    GatherPending,
+    /// <summary>Section 5.2: the crashed host's pending transactions decided from the survivors.</summary>
+    DecidePending,
+    /// <summary>Section 5.2: a survivor becomes the partition's primary.</summary>
+    ElectPrimary,
+    /// <summary>Section 5.2: the new primary commits a transaction the crashed host replicated.</summary>
+    RecoveryCommit,
+    /// <summary>Section 5.2: a participant failed before delegation; the transaction aborts.</summary>
+    CoordLearnParticipantFailed,
+    /// <summary>Section 5.2: the node the paper names takes over a crashed coordinator's transaction.</summary>
+    RecoverCoordinator,
 }
+
+/// <summary>Which spec actions the engine takes, and after which of them a crash is tested.</summary>
+internal static class ChillerCrashPoints
+{
+    /// <summary>The actions of a primary's and a coordinator's recovery: in the spec, not yet in the engine.</summary>
+    public static IReadOnlySet<ChillerStep> NotBuilt { get; } = new HashSet<ChillerStep>
+    {
+        ChillerStep.CloseChannels, ChillerStep.GatherPending, ChillerStep.DecidePending, ChillerStep.ElectPrimary,
+        ChillerStep.RecoveryCommit, ChillerStep.CoordLearnParticipantFailed, ChillerStep.RecoverCoordinator,
+    };
+
+    /// <summary>The steps of recovery: taken only when a node has failed.</summary>
+    public static IReadOnlySet<ChillerStep> Recovery { get; } = new HashSet<ChillerStep>(NotBuilt) { ChillerStep.RecoverReplica };
+
+    /// <summary>Steps taken by a replica: a crash right after each is recovered (RecoverReplica).
+    /// The others are taken by a primary, a coordinator or the cluster manager, whose crashes the
+    /// engine does not recover yet.</summary>
+    public static IReadOnlySet<ChillerStep> Recovered { get; } = new HashSet<ChillerStep> { ChillerStep.ReplicaReceive, ChillerStep.ReplicaApply };
+}
+
+/// <summary>A crash to inject: the node that takes <paramref name="After"/> for the
+/// <paramref name="Occurrence"/>-th time in the run (counted from 1 over the cluster, or over
+/// <paramref name="Node"/>'s own steps when given) stops right after it, its messages of that
+/// step already sent.</summary>
+internal sealed record ChillerCrash(ChillerStep After, int Occurrence, int? Node = null);

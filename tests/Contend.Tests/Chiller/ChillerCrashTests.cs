@@ -1,0 +1,127 @@
+using System.Text.RegularExpressions;
+using Contend.Engine.Cluster;
+using Contend.Engine.History;
+using Contend.Engine.Protocols;
+using Contend.Engine.Protocols.Chiller;
+using Contend.Tests.TwoPhaseCommit;
+using Xunit.Abstractions;
+
+namespace Contend.Tests.Chiller;
+
+/// <summary>
+/// Chiller's crash points: the catalogue in the code (<see cref="ChillerStep"/>) is the spec's list
+/// of node actions, name for name; and the crash matrix for the role whose recovery the engine has
+/// (a replica): a replica stopped right after each step it takes, at an early, a middle and a late
+/// occurrence, with two and with three copies, and with three copies two replicas stopped
+/// (R - 1 crashes in a group). Each case is one deterministic run (seeded transport, simulated
+/// clock) that checks what the spec's invariants ask of the engine's state: atomicity, every
+/// transaction ended (the host does not wait for a removed replica), replica agreement among the
+/// copies that serve (with the primaries alive, durability too), the merged history serializable,
+/// the money there. The twin of ChillerMutantWaitForCutOffReplica must leave transactions unended.
+/// </summary>
+public class ChillerCrashTests(ITestOutputHelper output)
+{
+    /// <summary>The node actions of Chiller.tla: the operators its Protocol names whose definitions
+    /// change a variable (a primed name), which leaves out sets such as Copies(p).</summary>
+    static IReadOnlySet<string> SpecActions()
+    {
+        string spec = File.ReadAllText(Path.Combine(Processes.Root, "specs", "Chiller", "Chiller.tla"));
+        int from = spec.IndexOf("\nProtocol ==", StringComparison.Ordinal), to = spec.IndexOf("\nNext ==", from, StringComparison.Ordinal);
+        Assert.True(from > 0 && to > from, "Chiller.tla: no Protocol == ... Next == block");
+        return Regex.Matches(spec[from..to], @"\b([A-Z]\w+)\(").Select(m => m.Groups[1].Value).Where(name =>
+        {
+            var definition = Regex.Match(spec, $@"\n{name}\([^)]*\) ==(.*?)\n\s*\n", RegexOptions.Singleline);
+            return definition.Success && definition.Groups[1].Value.Contains('\'');
+        }).ToHashSet();
+    }
+
+    [Fact]
+    public void The_catalogue_of_crash_points_is_the_specs_list_of_actions()
+    {
+        var spec = SpecActions();
+        var code = Enum.GetNames<ChillerStep>().ToHashSet();
+        Assert.True(spec.SetEquals(code), $"only in the spec: {string.Join(", ", spec.Except(code))}; only in the code: {string.Join(", ", code.Except(spec))}");
+        Assert.Equal(21, spec.Count);
+        // Every crash the matrix recovers is a step the engine takes.
+        Assert.Empty(ChillerCrashPoints.Recovered.Intersect(ChillerCrashPoints.NotBuilt));
+    }
+
+    static readonly TimeSpan RunFor = TimeSpan.FromMilliseconds(40);
+
+    static ChillerOptions Options(int replicas, params ChillerCrash[] crashes)
+    {
+        var lookup = new ChillerLookup(new HashPartitionMap(2));
+        for (long a = 0; a < 4; a++) lookup.MarkHot(0, a);
+        return new ChillerOptions(new ClusterTopology(nodes: 2 * replicas, partitions: 2, replicas, replicasApart: true), lookup, Seed: 11)
+        {
+            Faults = new NetworkFaults(new LinkFaults(TimeSpan.FromMicroseconds(20), TimeSpan.FromMicroseconds(80), Duplicate: 0.02, Reorder: 0.1)),
+            DetectionDelay = TimeSpan.FromMicroseconds(300),
+            Crashes = crashes,
+        };
+    }
+
+    /// <summary>Replicas apart: partition p's copy r is on node 2r + p, so partition 0's replicas
+    /// are nodes 2 and (with three copies) 4; partition 1's, 3 and 5.</summary>
+    public static TheoryData<int, string, int, int[]> Cases()
+    {
+        var data = new TheoryData<int, string, int, int[]>();
+        foreach (var step in ChillerCrashPoints.Recovered)
+            foreach (int occurrence in new[] { 1, 25, 120 })
+            {
+                data.Add(2, step.ToString(), occurrence, [2]);
+                data.Add(3, step.ToString(), occurrence, [3]);
+                data.Add(3, step.ToString(), occurrence, [2, 4]); // both replicas of partition 0
+            }
+        return data;
+    }
+
+    [Theory]
+    [MemberData(nameof(Cases))]
+    public void A_replica_stopped_after_a_step_leaves_every_property_intact(int replicas, string step, int occurrence, int[] nodes)
+    {
+        var after = Enum.Parse<ChillerStep>(step);
+        // The second replica of a pair stops a few of its own steps later than the first.
+        var crashes = nodes.Select((n, i) => new ChillerCrash(after, occurrence + 3 * i, n)).ToArray();
+        var bank = new Bank(accounts: 100, hot: 4);
+        long sum = 0;
+        var result = ChillerSimulation.Run(bank, Options(replicas, crashes), RunFor, dbs => sum = Bank.Sum(dbs));
+        var r = result.Run;
+        output.WriteLine($"R={replicas} after {step} #{occurrence} on node {string.Join(" and ", nodes)}: crashed {string.Join(", ", result.Crashed.Select(c => $"node {c.Node} at {c.At.TotalMicroseconds:F0} us"))}; " +
+                         $"{r.Stats.Commits} commits, {r.Stats.TotalAborts} aborts, {result.LogEntries} log entries, RecoverReplica {result.Steps[ChillerStep.RecoverReplica]}");
+        Assert.Equal(nodes, result.Crashed.Select(c => c.Node).Order());
+        Assert.Equal(nodes.Length, result.Steps[ChillerStep.RecoverReplica]);
+        Assert.Empty(r.Atomicity);
+        Assert.Empty(r.Unfinished);
+        Assert.Empty(r.Failures);
+        Assert.Empty(result.ReplicaDisagreements);
+        var report = SerializabilityChecker.Check(r.History);
+        Assert.True(report.Serializable, string.Join("\n", report.Anomalies.Select(a => a.Description)));
+        Assert.Equal(bank.LoadedSum, sum);
+        // Work goes on after the crashes: more inner regions commit than had when the last node stopped.
+        var lastCrash = result.Crashed.Max(c => c.At);
+        Assert.True(lastCrash < RunFor / 2, $"the last crash came at {lastCrash}, late in the run");
+        Assert.True(result.InnerCommits > 100, $"only {result.InnerCommits} inner commits");
+    }
+
+    /// <summary>The twin of the spec's ChillerMutantWaitForCutOffReplica: a host that keeps waiting
+    /// for a removed replica's acknowledgement never commits what it replicated after the crash.</summary>
+    [Fact]
+    public void Twin_host_that_waits_for_a_removed_replica_leaves_transactions_unended()
+    {
+        var options = Options(2, new ChillerCrash(ChillerStep.ReplicaReceive, 40)) with { Mutants = ChillerMutants.HostWaitsForRemovedReplica, Drain = TimeSpan.FromMilliseconds(5) };
+        var result = ChillerSimulation.Run(new Bank(100, 4), options, RunFor);
+        output.WriteLine(result.Run.Unfinished.FirstOrDefault() ?? "(none)");
+        Assert.NotEmpty(result.Run.Unfinished);
+    }
+
+    [Fact]
+    public void A_crash_whose_recovery_is_not_built_is_refused_naming_the_step()
+    {
+        var e = Assert.Throws<ArgumentException>(() => ChillerSimulation.Run(new Bank(20, 2), Options(2, new ChillerCrash(ChillerStep.InnerExecute, 1)), RunFor));
+        Assert.Contains("a crash after InnerExecute", e.Message);
+        Assert.Contains("not built yet", e.Message);
+        var shared = new ChillerOptions(new ClusterTopology(2, 2, 2), new ChillerLookup(new HashPartitionMap(2)), 1) { Crashes = [new ChillerCrash(ChillerStep.ReplicaApply, 1)] };
+        e = Assert.Throws<ArgumentException>(() => ChillerSimulation.Run(new Bank(20, 2), shared, RunFor));
+        Assert.Contains("replicasApart", e.Message);
+    }
+}
