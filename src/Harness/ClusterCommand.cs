@@ -32,6 +32,9 @@ internal static class ClusterCommand
         var partitions = new Option<int>("--partitions") { Description = "partitions, spread over the nodes round robin (0: one per node)", DefaultValueFactory = _ => 0 };
         var delay = new Option<double>("--network-delay-us") { Description = "one-way delay of a message between nodes, microseconds", DefaultValueFactory = _ => 10 };
         var slots = new Option<int>("--slots") { Description = "transactions each node coordinates at once", DefaultValueFactory = _ => 4 };
+        var workers = new Option<int>("--workers") { Description = "each node's worker threads, which the messages it handles share (0: nodes work in no time)", DefaultValueFactory = _ => 0 };
+        var messageCost = new Option<double>("--message-cost-us") { Description = "with --workers: a worker's time to handle a message from another node, microseconds", DefaultValueFactory = _ => 1 };
+        var opCost = new Option<double>("--op-cost-us") { Description = "with --workers: a worker's time to run one op, microseconds", DefaultValueFactory = _ => 1 };
         var seconds = new Option<double>("--seconds") { Description = "virtual seconds of the run", DefaultValueFactory = _ => 0.5 };
         var seed = new Option<ulong>("--seed") { Description = "the run's seed: workload, backoffs and network", DefaultValueFactory = _ => 1 };
         var check = new Option<bool>("--check") { Description = "check the merged history is serializable, and atomicity" };
@@ -44,7 +47,7 @@ internal static class ClusterCommand
         var remote = new Option<double?>("--remote") { Description = "tpcc: probability that a Payment's customer, and one line of a NewOrder, is of another warehouse (default: TPC-C's 15% and 1% a line)" };
         var noInserts = new Option<bool>("--no-inserts") { Description = "tpcc: leave out inserts and the 1% rollback" };
         var command = new Command("cluster", "YCSB or TPC-C across partitions of a simulated cluster: Chiller, or two-phase commit over NoWait, WaitDie or Silo, in virtual time")
-        { protocol, replicas, hot, nodes, partitions, delay, slots, seconds, seed, check, rows, requests, readFraction, theta, workloadName, warehouses, remote, noInserts };
+        { protocol, replicas, hot, workers, messageCost, opCost, nodes, partitions, delay, slots, seconds, seed, check, rows, requests, readFraction, theta, workloadName, warehouses, remote, noInserts };
         (Option Option, string Workload)[] knobs =
             [(rows, "ycsb"), (requests, "ycsb"), (readFraction, "ycsb"), (theta, "ycsb"), (warehouses, "tpcc"), (remote, "tpcc"), (noInserts, "tpcc")];
         command.SetAction(p =>
@@ -83,6 +86,12 @@ internal static class ClusterCommand
                 placement = ycsb.Describe().Replace("; a key", "; spread by a hash over the partitions; a key");
             }
             var oneWay = TimeSpan.FromTicks((long)Math.Round(us * TimeSpan.TicksPerMicrosecond));
+            if (p.GetValue(workers) is < 0 or > 1024) throw new UsageException($"--workers {p.GetValue(workers)}: must be in 0..1024");
+            foreach (var (option, value) in new[] { (messageCost, p.GetValue(messageCost)), (opCost, p.GetValue(opCost)) })
+                if (!(value >= 0) || value > 1_000_000) throw new UsageException($"{option.Name} {value.ToString(CultureInfo.InvariantCulture)}: must be in [0, 1000000]");
+            CpuModel? cpu = p.GetValue(workers) == 0 ? null
+                : new CpuModel(p.GetValue(workers), TimeSpan.FromTicks((long)Math.Round(p.GetValue(messageCost) * TimeSpan.TicksPerMicrosecond)),
+                               TimeSpan.FromTicks((long)Math.Round(p.GetValue(opCost) * TimeSpan.TicksPerMicrosecond)));
             if (chiller)
             {
                 var lookup = new ChillerLookup(map ?? new HashPartitionMap(parts));
@@ -92,11 +101,11 @@ internal static class ClusterCommand
                     if (p.GetValue(hot) < 0) throw new UsageException($"--hot-keys {p.GetValue(hot)}: must be 0 or more");
                     for (long k = 1; k <= p.GetValue(hot); k++) lookup.MarkHot(0, k);
                 }
-                var chillerOptions = new ChillerOptions(topology, lookup, p.GetValue(seed), p.GetValue(slots)) { Faults = NetworkFaults.Delay(oneWay) };
+                var chillerOptions = new ChillerOptions(topology, lookup, p.GetValue(seed), p.GetValue(slots)) { Faults = NetworkFaults.Delay(oneWay), Cpu = cpu };
                 var clock = Stopwatch.StartNew();
                 var c = ChillerSimulation.Run(workload, chillerOptions, TimeSpan.FromSeconds(secs));
                 clock.Stop();
-                Print($"Chiller: {topology}, {lookup}", c.Run, us, chillerOptions.SlotsPerNode, secs, clock.Elapsed);
+                Print($"Chiller: {topology}, {lookup}", c.Run, us, chillerOptions.SlotsPerNode, cpu, secs, clock.Elapsed);
                 Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
                     $"  {c.InnerCommits:N0} inner commits, {c.TwoRegionCommits / (double)Math.Max(1, c.Run.Stats.Commits):P1} of commits in two regions, {c.DeferredBodies:N0} outer bodies after their inner region, {c.LogEntries:N0} log entries shipped"));
                 Console.WriteLine(placement);
@@ -106,6 +115,7 @@ internal static class ClusterCommand
             {
                 Map = map,
                 Faults = NetworkFaults.Delay(oneWay),
+                Cpu = cpu,
                 // A reply needs two messages; a lock wait can add a few round trips more.
                 ReplyTimeout = TimeSpan.FromTicks(Math.Max(oneWay.Ticks * 40, TimeSpan.TicksPerMillisecond)),
                 Retransmit = TimeSpan.FromTicks(Math.Max(oneWay.Ticks * 4, 10 * TimeSpan.TicksPerMicrosecond)),
@@ -113,20 +123,20 @@ internal static class ClusterCommand
             var wall = Stopwatch.StartNew();
             var r = TwoPhaseCommitSimulation.Run(workload, options, TimeSpan.FromSeconds(secs));
             wall.Stop();
-            Print($"{name} over two-phase commit: {topology}", r, us, options.SlotsPerNode, secs, wall.Elapsed);
+            Print($"{name} over two-phase commit: {topology}", r, us, options.SlotsPerNode, cpu, secs, wall.Elapsed);
             Console.WriteLine(placement);
             return Verdict(r, p.GetValue(check), []);
         });
         return command;
     }
 
-    static void Print(string what, ClusterRunResult r, double us, int slots, double secs, TimeSpan wall)
+    static void Print(string what, ClusterRunResult r, double us, int slots, CpuModel? cpu, double secs, TimeSpan wall)
     {
         var s = r.Stats;
         long aborts = s.TotalAborts;
         string reasons = string.Join(", ", Enum.GetValues<AbortReason>().Where(x => s.Aborts[(int)x] > 0).Select(x => $"{x} {s.Aborts[(int)x]:N0}"));
         Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
-            $"{what}, {us} us one way, {slots} slots a node, {secs} virtual s\n" +
+            $"{what}, {us} us one way, {slots} slots a node, {(cpu is null ? "nodes work in no time" : cpu.ToString())}, {secs} virtual s\n" +
             $"  virtual throughput {r.VirtualThroughput:N0} txn/s, {s.Commits:N0} commits ({r.MultiPartitionShare:P1} across partitions), abort rate {aborts / (double)Math.Max(1, s.Commits + aborts):P1} ({(reasons.Length == 0 ? "none" : reasons)})\n" +
             $"  virtual latency p50 {s.LatencyPercentileMicros(50):N0} us, p99 {s.LatencyPercentileMicros(99):N0} us; {r.MessagesSent:N0} messages, {r.Events:N0} events in {wall.TotalSeconds:F1} s of this machine"));
     }

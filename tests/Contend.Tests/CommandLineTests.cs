@@ -33,6 +33,8 @@ public class CommandLineTests
     [InlineData("--batch is a Strife knob; this run's protocol is WaitDie", "run", "--protocol", "WaitDie", "--batch", "100")]
     [InlineData("--protocol Mcs: the cluster runs Chiller, or two-phase commit over NoWait, WaitDie, Silo", "cluster", "--protocol", "Mcs")]
     [InlineData("--replicas is a Chiller knob: two-phase commit runs on the primaries alone", "cluster", "--protocol", "NoWait", "--replicas", "2")]
+    [InlineData("--workers 2000: must be in 0..1024", "cluster", "--protocol", "NoWait", "--workers", "2000")]
+    [InlineData("--op-cost-us -1: must be in [0, 1000000]", "cluster", "--protocol", "Chiller", "--workers", "2", "--op-cost-us", "-1")]
     [InlineData("topology: 4 copies of each partition on 3 nodes, must be 1..3 (no two copies on one node)", "cluster", "--protocol", "Chiller", "--nodes", "3", "--replicas", "4")]
     [InlineData("--protocol Chiller: Chiller runs across the partitions of a cluster: contend cluster --protocol Chiller", "run", "--protocol", "Chiller")]
     [InlineData("topology: 300 nodes, must be 1..256", "cluster", "--protocol", "NoWait", "--nodes", "300")]
@@ -76,9 +78,10 @@ public class CommandLineTests
     public void ClusterRunsChillerWithReplicasAndChecksIt()
     {
         var (code, output, _) = Contend("cluster", "--protocol", "Chiller", "--workload", "tpcc", "--nodes", "3", "--replicas", "2", "--network-delay-us", "20",
-                                        "--remote", "0.3", "--seconds", "0.01", "--check");
+                                        "--workers", "2", "--remote", "0.3", "--seconds", "0.01", "--check");
         Assert.Equal(0, code);
         Assert.Contains("Chiller: 3 nodes, 3 partitions, 2 copies each, hot tables: 0, 1", output);
+        Assert.Contains("2 workers a node, 1 us a message + 1 us an op", output);
         Assert.Matches(@"[1-9][\d,]* inner commits, (?!0\.0 ?%)[\d.]+ ?% of commits in two regions", output);
         Assert.Matches(@"checked: [1-9][\d,]* transactions, 0 anomalies, 0 atomicity violations, 0 unfinished, 0 replica disagreements", output);
     }

@@ -96,6 +96,29 @@ public class ChillerTests(ITestOutputHelper output)
         if (replicas > 1) Assert.True(result.LogEntries >= result.InnerCommits, $"{result.LogEntries} log entries for {result.InnerCommits} inner commits");
     }
 
+    /// <summary>With the cost model (each node's workers shared by its messages) the same checks hold,
+    /// Chiller's and two-phase commit's alike.</summary>
+    [Fact]
+    public void With_node_workers_the_runs_keep_every_property()
+    {
+        var cpu = new CpuModel(2, TimeSpan.FromMicroseconds(2), TimeSpan.FromMicroseconds(1));
+        var bank = new Bank(accounts: 200, hot: Hot);
+        var (result, sum, locked) = Run(Options(2, 3, Jumbled) with { Cpu = cpu }, bank);
+        Assert.True(SerializabilityChecker.Check(result.Run.History).Serializable);
+        Assert.Empty(result.Run.Atomicity);
+        Assert.Empty(result.Run.Unfinished);
+        Assert.Empty(result.ReplicaDisagreements);
+        Assert.Equal(bank.LoadedSum, sum);
+        Assert.Equal(0, locked);
+        Assert.True(result.Run.Stats.Commits > 100, $"only {result.Run.Stats.Commits} commits");
+        var twoPc = Contend.Engine.Protocols.TwoPhaseCommit.TwoPhaseCommitSimulation.Run(new Bank(200, Hot),
+            new Contend.Engine.Protocols.TwoPhaseCommit.TwoPhaseCommitOptions("NoWait", new ClusterTopology(3, 3), 3) { Cpu = cpu, Faults = Steady }, RunFor);
+        Assert.True(SerializabilityChecker.Check(twoPc.History).Serializable);
+        Assert.Empty(twoPc.Atomicity);
+        Assert.Empty(twoPc.Unfinished);
+        Assert.True(twoPc.Stats.Commits > 100, $"only {twoPc.Stats.Commits} two-phase commits");
+    }
+
     [Fact]
     public void The_same_seed_gives_the_same_run()
     {

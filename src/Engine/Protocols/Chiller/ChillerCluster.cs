@@ -28,6 +28,9 @@ internal sealed record ChillerOptions(ClusterTopology Topology, ChillerLookup Lo
 
     /// <summary>Nodes to stop, each right after a given step (crash-stop: a stopped node never returns).</summary>
     public IReadOnlyList<ChillerCrash> Crashes { get; init; } = [];
+    /// <summary>Null: nodes work in no time. Otherwise each node's workers and what a message and
+    /// an op cost them (<see cref="NodeWorkers"/>).</summary>
+    public CpuModel? Cpu { get; init; }
     /// <summary>How long after a node stops the failure detector suspects it (a lease's length).</summary>
     public TimeSpan DetectionDelay { get; init; } = TimeSpan.FromMicroseconds(500);
 
@@ -53,6 +56,7 @@ internal sealed record ChillerOptions(ClusterTopology Topology, ChillerLookup Lo
             throw new ArgumentException($"chiller: a simulated network needs every delay above 0 (shortest here: {Faults.ShortestDelay}), or its clock need never move", nameof(Faults));
         if (Backoff <= TimeSpan.Zero) throw new ArgumentOutOfRangeException(nameof(Backoff), $"chiller: backoff {Backoff} must be positive");
         if (Drain < TimeSpan.Zero) throw new ArgumentOutOfRangeException(nameof(Drain), $"chiller: drain {Drain} is negative");
+        Cpu?.Validated();
         if (DetectionDelay <= TimeSpan.Zero) throw new ArgumentOutOfRangeException(nameof(DetectionDelay), $"chiller: detection delay {DetectionDelay} must be positive");
         foreach (var crash in Crashes)
         {
@@ -116,6 +120,7 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
     /// <summary>Steps by node: [step * nodes + node].</summary>
     readonly long[] _stepsAt;
     readonly SimulatedMembership _membership;
+    readonly NodeWorkers? _workers;
     /// <summary>Nodes that have stopped (crash-stop), whether or not the detector has noticed yet.</summary>
     readonly bool[] _down;
     /// <summary>The last view each node has learned.</summary>
@@ -129,6 +134,7 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
         Time = new SimulatedTime(choose: options.Explorer);
         _transport = new InProcessTransport(Topology.Nodes, Time, options.Faults, options.Seed);
         _membership = new SimulatedMembership(Topology, Time, options.DetectionDelay, options.Faults.Local);
+        _workers = options.Cpu is { } cpu ? new NodeWorkers(Topology.Nodes, cpu, Time) : null;
         _down = new bool[Topology.Nodes];
         _stepsAt = new long[Enum.GetValues<ChillerStep>().Length * Topology.Nodes];
         _nodeEpoch = new long[Topology.Nodes];
@@ -247,6 +253,23 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
     }
 
     void Deliver(int node, Envelope e)
+    {
+        if (_workers is null) Handle(node, e);
+        else _workers.Run(e, OpsOf(e.Message), m => Handle(node, m));
+    }
+
+    /// <summary>The ops a message makes its receiver run, for the cost model: an outer op, the
+    /// inner region (with the host's deferred outer ops), a log entry's rows, a commit's install.</summary>
+    static int OpsOf(object message) => message switch
+    {
+        LockOuter => 1,
+        Delegate m => System.Numerics.BitOperations.PopCount(m.Inner | m.HostDeferred),
+        Replicate m => m.Rows.Length,
+        OuterDecision { Commit: true } => 1,
+        _ => 0,
+    };
+
+    void Handle(int node, Envelope e)
     {
         // A stopped node handles nothing; a closed channel delivers nothing (D2).
         var cut = _membership.Current.CutOff;

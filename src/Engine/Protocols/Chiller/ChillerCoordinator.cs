@@ -105,9 +105,9 @@ internal sealed class ChillerCoordinator : SlotCoordinator
     {
         var program = Ctx.Program;
         _phase = Phase.Delegated;
-        _cluster.Trace(ChillerStep.CoordDelegate, Txn, _regions.Host, Node);
         Send(_regions.Host, new Delegate(Txn, _regions.Host, Ctx.Timestamp, program.Name, Ctx.Args.AsSpan(0, program.ArgCount).ToArray(),
                                          Ctx.Results.AsSpan(0, program.Ops.Length).ToArray(), _regions.Inner, _regions.Deferred & _lockedAtHost));
+        _cluster.Trace(ChillerStep.CoordDelegate, Txn, _regions.Host, Node);
     }
 
     public void Receive(object message)

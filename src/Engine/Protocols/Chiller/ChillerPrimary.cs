@@ -114,9 +114,9 @@ internal sealed class ChillerPrimary
         Debug.Assert(step != OpStep.Wait, $"partition {_partition}: NO_WAIT asked to wait");
         if (step == OpStep.Refused)
         {
-            _cluster.Trace(ChillerStep.CoordLockDenied, m.Txn, _partition, _node);
             End(share, commit: false);
             Send(coordinator, new OuterLocked(m.Txn, _partition, m.Op, 0, reason, null));
+            _cluster.Trace(ChillerStep.CoordLockDenied, m.Txn, _partition, _node);
             // The twin: the attempts holding locks here are aborted too, whatever their inner region did.
             if (_abortsUnilaterally)
                 foreach (var other in _live.Values.Where(s => s.Phase == Phase.Locking).ToList()) End(other, commit: false);
@@ -128,8 +128,8 @@ internal sealed class ChillerPrimary
         if (_releasesEarly && ctx.Program.Ops[m.Op].Mode != AccessMode.Insert)
             _protocol.ReleaseForTwin(ctx, ctx.FindAccess(ctx.Program.Ops[m.Op].TableId, _cluster.Databases[_partition][ctx.Program.Ops[m.Op].TableId].Find(m.Key)));
         share.Keys[m.Op] = m.Key;
-        _cluster.Trace(ChillerStep.CoordLockOuter, m.Txn, _partition, _node);
         Send(coordinator, new OuterLocked(m.Txn, _partition, m.Op, m.Deferred ? 0 : ctx.Results[m.Op], AbortReason.None, null));
+        _cluster.Trace(ChillerStep.CoordLockOuter, m.Txn, _partition, _node);
     }
 
     /// <summary>The end of step 3 on an outer partition with inserts: claims their keys.</summary>
@@ -150,9 +150,9 @@ internal sealed class ChillerPrimary
             var vote = Prepare(share.Context, ref failure);
             if (!vote.IsYes)
             {
-                _cluster.Trace(ChillerStep.CoordLockDenied, m.Txn, _partition, _node);
                 End(share, commit: false);
                 Send(coordinator, new OuterPrepared(m.Txn, _partition, vote.Reason, failure));
+                _cluster.Trace(ChillerStep.CoordLockDenied, m.Txn, _partition, _node);
                 return;
             }
             share.Prepared = true;
@@ -178,15 +178,15 @@ internal sealed class ChillerPrimary
         int coordinator = ClusterTxnId.NodeOf(m.Txn);
         if (reason != AbortReason.None)
         {
-            _cluster.Trace(ChillerStep.InnerReject, m.Txn, _partition, _node);
             End(share, commit: false);
             Send(coordinator, new InnerAborted(m.Txn, _partition, reason, failure));
+            _cluster.Trace(ChillerStep.InnerReject, m.Txn, _partition, _node);
             return;
         }
-        _cluster.Trace(ChillerStep.InnerExecute, m.Txn, _partition, _node);
         share.InnerResults = ctx.Results.AsSpan(0, ctx.Program.Ops.Length).ToArray();
-        if (!ShipLog(share, Phase.Replicating, share.InnerResults))
-            InnerCommit(share);
+        bool shipped = ShipLog(share, Phase.Replicating, share.InnerResults);
+        _cluster.Trace(ChillerStep.InnerExecute, m.Txn, _partition, _node);
+        if (!shipped && !_cluster.IsDown(_node)) InnerCommit(share);
     }
 
     (AbortReason, string?) ExecuteInner(Share share, ulong inner, ulong hostDeferred)
@@ -286,12 +286,12 @@ internal sealed class ChillerPrimary
     {
         long txn = share.Context.TxnId;
         var results = share.InnerResults!;
-        _cluster.Trace(ChillerStep.InnerCommit, txn, _partition, _node);
         _cluster.InnerCommits++;
         _innerCommitted.Add((txn, results));
         End(share, commit: true);
         if (_replicas == 0)
             Send(ClusterTxnId.NodeOf(txn), new InnerNotify(txn, _partition, 0, results));
+        _cluster.Trace(ChillerStep.InnerCommit, txn, _partition, _node);
     }
 
     /// <summary>Step 5 here: OuterCommit (run the deferred bodies with the inner region's results,
@@ -315,9 +315,9 @@ internal sealed class ChillerPrimary
         if (share.Phase != Phase.Locking) return; // a doubled decision, its commit under way
         if (!m.Commit)
         {
-            _cluster.Trace(ChillerStep.OuterRelease, m.Txn, _partition, _node);
             End(share, commit: false);
             Send(coordinator, new OuterDone(m.Txn, _partition));
+            _cluster.Trace(ChillerStep.OuterRelease, m.Txn, _partition, _node);
             return;
         }
         RunDeferred(share, m.Results);
@@ -353,9 +353,9 @@ internal sealed class ChillerPrimary
     void FinishOuterCommit(Share share)
     {
         long txn = share.Context.TxnId;
-        _cluster.Trace(ChillerStep.OuterCommit, txn, _partition, _node);
         End(share, commit: true);
         Send(ClusterTxnId.NodeOf(txn), new OuterDone(txn, _partition));
+        _cluster.Trace(ChillerStep.OuterCommit, txn, _partition, _node);
     }
 
     Share ShareOf(long txn, string program, long timestamp)

@@ -75,6 +75,8 @@ internal static class ChillerCrashPoints
 
 /// <summary>A crash to inject: the node that takes <paramref name="After"/> for the
 /// <paramref name="Occurrence"/>-th time in the run (counted from 1 over the cluster, or over
-/// <paramref name="Node"/>'s own steps when given) stops right after it, its messages of that
-/// step already sent.</summary>
+/// <paramref name="Node"/>'s own steps when given) stops right after it: the step's changes made
+/// and its messages sent, nothing after it done (a step is counted once it is complete; a
+/// coordinator's CoordLearnCommit and CoordLearnAbort are counted before the outcomes go out,
+/// which are the outer partitions' steps).</summary>
 internal sealed record ChillerCrash(ChillerStep After, int Occurrence, int? Node = null);

@@ -25,6 +25,10 @@ internal sealed record TwoPhaseCommitOptions(string Protocol, ClusterTopology To
     /// <summary>After the run's time, how long stopping may take: every transaction under way must end in it.</summary>
     public TimeSpan Drain { get; init; } = TimeSpan.FromSeconds(1);
 
+    /// <summary>Null: nodes work in no time. Otherwise each node's workers and what a message and
+    /// an op cost them (<see cref="NodeWorkers"/>).</summary>
+    public CpuModel? Cpu { get; init; }
+
     /// <summary>Null: the run follows the network's delays. Otherwise a systematic tester's
     /// controlled choice, which picks the order of the next few deliveries and timeouts
     /// (<see cref="SimulatedTime"/>'s explorer): the run then covers what the tester chooses,
@@ -44,6 +48,7 @@ internal sealed record TwoPhaseCommitOptions(string Protocol, ClusterTopology To
         if (Faults.ShortestDelay <= TimeSpan.Zero)
             throw new ArgumentException($"two-phase commit: a simulated network needs every delay above 0 (shortest here: {Faults.ShortestDelay}), or its clock need never move", nameof(Faults));
         if (Drain < TimeSpan.Zero) throw new ArgumentOutOfRangeException(nameof(Drain), $"two-phase commit: drain {Drain} is negative");
+        Cpu?.Validated();
         return this;
     }
 }
@@ -83,6 +88,7 @@ internal sealed class TwoPhaseCommitCluster : ISlotCluster, IDisposable
     readonly Coordinator[][] _coordinators;
     readonly Dictionary<long, bool> _decisions = new();
     readonly InProcessTransport _transport;
+    readonly NodeWorkers? _workers;
 
     public TwoPhaseCommitCluster(IPartitionedWorkload workload, TwoPhaseCommitOptions options)
     {
@@ -93,6 +99,7 @@ internal sealed class TwoPhaseCommitCluster : ISlotCluster, IDisposable
         Map = options.Map ?? new HashPartitionMap(Topology.Partitions);
         Time = new SimulatedTime(choose: options.Explorer);
         _transport = new InProcessTransport(Topology.Nodes, Time, options.Faults, options.Seed);
+        _workers = options.Cpu is { } cpu ? new NodeWorkers(Topology.Nodes, cpu, Time) : null;
         _databases = new Database[Topology.Partitions];
         _participants = new Participant[Topology.Partitions];
         Dictionary<string, TxnProgram>? programs = null;
@@ -155,6 +162,12 @@ internal sealed class TwoPhaseCommitCluster : ISlotCluster, IDisposable
     public void Decided(long txn, bool commit) => _decisions.Add(txn, commit);
 
     void Deliver(int node, Envelope e)
+    {
+        if (_workers is null) Handle(node, e);
+        else _workers.Run(e, e.Message is OpRequest or PrepareRequest or DecisionRequest { Commit: true } ? 1 : 0, m => Handle(node, m));
+    }
+
+    void Handle(int node, Envelope e)
     {
         switch (e.Message)
         {
