@@ -1,0 +1,70 @@
+// Workloads for the Chiller model and the spec's mutants that apply to it, as test cases.
+// Keys 1, 2 on partition 0; 3, 4 on partition 1.
+
+fun PartOf(): map[int, int] {
+  var m: map[int, int];
+  m[1] = 0; m[2] = 0; m[3] = 1; m[4] = 1;
+  return m;
+}
+
+fun Keys2(a: int, b: int): set[int] { var s: set[int]; s += (a); s += (b); return s; }
+
+// t0: inner on 0 (key 1), outer key 3; t1: inner on 1 (key 3), outer key 1, so each one's inner
+// key is the other's outer key; t2: inner on 0 (key 2) with a check that may fail, outer key 4.
+fun ThreeCrossing(): seq[TxnSpec] {
+  var s: seq[TxnSpec];
+  s += (0, (ks = Keys2(1, 3), writes = Keys2(1, 3), inner = 0, mayAbort = false));
+  s += (1, (ks = Keys2(3, 1), writes = Keys2(3, 1), inner = 1, mayAbort = false));
+  s += (2, (ks = Keys2(2, 4), writes = Keys2(2, 4), inner = 0, mayAbort = true));
+  return s;
+}
+
+fun NoMutants(): Mutants { return (outerUnilateralAbort = false, waitForCutOffReplica = false); }
+
+fun Cfg(copies: int, mayCrash: set[(int, int)], m: Mutants): Config {
+  return (txns = ThreeCrossing(), partOf = PartOf(), parts = 2, copies = copies, mayCrash = mayCrash, mutants = m);
+}
+
+fun Launch(cfg: Config) {
+  var manager: machine; var primaries: seq[machine]; var watchers: seq[machine];
+  var replicas: map[int, machine]; var p: int; var c: int; var t: int;
+  announce eConfig, cfg;
+  manager = new Manager();
+  while (p < cfg.parts) { primaries += (p, new Primary()); p = p + 1; }
+  p = 0;
+  while (p < cfg.parts) {
+    replicas = default(map[int, machine]);
+    c = 1;
+    while (c < cfg.copies) { replicas[c] = new Replica((cfg = cfg, p = p, copy = c, manager = manager)); c = c + 1; }
+    send primaries[p], eReplicaMachines, (cfg = cfg, p = p, replicas = replicas);
+    watchers += (sizeof(watchers), primaries[p]);
+    p = p + 1;
+  }
+  while (t < sizeof(cfg.txns)) {
+    watchers += (sizeof(watchers), new Coordinator((cfg = cfg, t = t, primaries = primaries)));
+    t = t + 1;
+  }
+  send manager, eWatchers, (cfg = cfg, watchers = watchers);
+}
+
+fun Crash1(): set[(int, int)] { var s: set[(int, int)]; s += ((0, 1)); return s; }
+fun Crash2(): set[(int, int)] { var s: set[(int, int)]; s += ((0, 1)); s += ((0, 2)); return s; }
+
+machine TestTwoCopies { start state Init { entry { Launch(Cfg(2, default(set[(int, int)]), NoMutants())); } } }
+machine TestReplicaCrash { start state Init { entry { Launch(Cfg(2, Crash1(), NoMutants())); } } }
+machine TestTwoReplicaCrashes { start state Init { entry { Launch(Cfg(3, Crash2(), NoMutants())); } } }
+machine TestMutantOuterUnilateralAbort {
+  start state Init { entry { var m: Mutants; m = NoMutants(); m.outerUnilateralAbort = true; Launch(Cfg(2, default(set[(int, int)]), m)); } }
+}
+machine TestMutantWaitForCutOffReplica {
+  start state Init { entry { var m: Mutants; m = NoMutants(); m.waitForCutOffReplica = true; Launch(Cfg(2, Crash1(), m)); } }
+}
+
+test tcTwoCopies [main=TestTwoCopies]: assert Atomicity, ReplicaAgreement, Termination in { TestTwoCopies, Coordinator, Primary, Replica, Manager };
+test tcReplicaCrash [main=TestReplicaCrash]: assert Atomicity, ReplicaAgreement, Termination in { TestReplicaCrash, Coordinator, Primary, Replica, Manager };
+test tcTwoReplicaCrashes [main=TestTwoReplicaCrashes]: assert Atomicity, ReplicaAgreement, Termination in { TestTwoReplicaCrashes, Coordinator, Primary, Replica, Manager };
+test tcMutantOuterUnilateralAbort [main=TestMutantOuterUnilateralAbort]: assert Atomicity, ReplicaAgreement, Termination in { TestMutantOuterUnilateralAbort, Coordinator, Primary, Replica, Manager };
+test tcMutantWaitForCutOffReplica [main=TestMutantWaitForCutOffReplica]: assert Atomicity, ReplicaAgreement, Termination in { TestMutantWaitForCutOffReplica, Coordinator, Primary, Replica, Manager };
+test tcTwoCopiesCommitReachable [main=TestTwoCopies]: assert CommitReachable in { TestTwoCopies, Coordinator, Primary, Replica, Manager };
+test tcReplicaCrashReachable [main=TestReplicaCrash]: assert ReplicaCrashReachable in { TestReplicaCrash, Coordinator, Primary, Replica, Manager };
+test tcTwoReplicaCrashesReachable [main=TestTwoReplicaCrashes]: assert ReplicaCrashReachable in { TestTwoReplicaCrashes, Coordinator, Primary, Replica, Manager };
