@@ -9,13 +9,19 @@ namespace Contend.Engine.Cluster;
 /// <param name="CutOff">nodes whose channels are closed: nothing from or to them is delivered</param>
 /// <param name="Configuration">per partition, the copies that serve (indices into the topology's
 /// copies), the primary first</param>
-internal sealed record ClusterView(long Epoch, IReadOnlySet<int> CutOff, IReadOnlyList<int[]> Configuration)
+/// <param name="Recovering">partitions whose primary was cut off and whose successor is not elected
+/// yet: their configuration's first copy is the candidate, which does not serve</param>
+internal sealed record ClusterView(long Epoch, IReadOnlySet<int> CutOff, IReadOnlyList<int[]> Configuration, IReadOnlySet<int> Recovering)
 {
     public static ClusterView Initial(ClusterTopology topology) =>
-        new(1, new HashSet<int>(), Enumerable.Range(0, topology.Partitions).Select(_ => Enumerable.Range(0, topology.Replicas).ToArray()).ToArray());
+        new(1, new HashSet<int>(), Enumerable.Range(0, topology.Partitions).Select(_ => Enumerable.Range(0, topology.Replicas).ToArray()).ToArray(),
+            new HashSet<int>());
 
     /// <summary>The copies of <paramref name="partition"/> other than its primary that serve.</summary>
     public ReadOnlySpan<int> ReplicasOf(int partition) => Configuration[partition].AsSpan(1);
+
+    /// <summary>The copy of <paramref name="partition"/> that serves as its primary, or -1 while it recovers.</summary>
+    public int PrimaryCopy(int partition) => Recovering.Contains(partition) ? -1 : Configuration[partition][0];
 }
 
 /// <summary>

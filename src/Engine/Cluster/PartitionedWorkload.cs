@@ -48,16 +48,17 @@ internal sealed record ClusterRunResult(WorkerStats Stats, TimeSpan Elapsed, IRe
 internal static class PartitionedHistory
 {
     /// <summary>Each committed transaction once, with every partition's share of its accesses
-    /// (row keys name the partition: recorder i is partition i's).</summary>
-    public static List<CommittedTxn> Merge(IEnumerable<HistoryRecorder> partitions)
+    /// (row keys name the partition: the recorders at i are partition i's, one for each primary it has had).</summary>
+    public static List<CommittedTxn> Merge(IEnumerable<IEnumerable<HistoryRecorder>> partitions)
     {
         var parts = new Dictionary<long, (string Program, List<Access> Accesses)>();
         int p = 0;
-        foreach (var recorder in partitions)
+        foreach (var recorders in partitions)
         {
-            foreach (var t in recorder.Collect())
+            foreach (var t in recorders.SelectMany(r => r.Collect()))
             {
                 if (!parts.TryGetValue(t.Id, out var entry)) parts[t.Id] = entry = (t.TxnProgram, new List<Access>());
+                else if (entry.Program.Length == 0) parts[t.Id] = entry = (t.TxnProgram, entry.Accesses);
                 foreach (var a in t.Accesses) entry.Accesses.Add(a with { Row = HistoryRecorder.PartitionRowKey(p, a.Row) });
             }
             p++;

@@ -43,6 +43,10 @@ internal sealed class HistoryRecorder
     public void Commit(TxnContext ctx, List<Access> accesses) =>
         _perWorker[ctx.Worker].Add(new CommittedTxn(ctx.TxnId, ctx.Program.Name, accesses.ToArray()));
 
+    /// <summary>Records a transaction committed from a log entry rather than by a worker (a
+    /// promoted copy's recovery commit), with the accesses the entry carries.</summary>
+    public void Add(CommittedTxn txn) => _perWorker[0].Add(txn);
+
     /// <summary>All committed transactions; call only once the workers have stopped.</summary>
     public List<CommittedTxn> Collect() => _perWorker.SelectMany(l => l).ToList();
 }

@@ -65,7 +65,7 @@ public class ChillerCrashTests(ITestOutputHelper output)
     public static TheoryData<int, string, int, int[]> Cases()
     {
         var data = new TheoryData<int, string, int, int[]>();
-        foreach (var step in ChillerCrashPoints.Recovered)
+        foreach (var step in new[] { ChillerStep.ReplicaReceive, ChillerStep.ReplicaApply })
             foreach (int occurrence in new[] { 1, 25, 120 })
             {
                 data.Add(2, step.ToString(), occurrence, [2]);
@@ -90,17 +90,7 @@ public class ChillerCrashTests(ITestOutputHelper output)
                          $"{r.Stats.Commits} commits, {r.Stats.TotalAborts} aborts, {result.LogEntries} log entries, RecoverReplica {result.Steps[ChillerStep.RecoverReplica]}");
         Assert.Equal(nodes, result.Crashed.Select(c => c.Node).Order());
         Assert.Equal(nodes.Length, result.Steps[ChillerStep.RecoverReplica]);
-        Assert.Empty(r.Atomicity);
-        Assert.Empty(r.Unfinished);
-        Assert.Empty(r.Failures);
-        Assert.Empty(result.ReplicaDisagreements);
-        var report = SerializabilityChecker.Check(r.History);
-        Assert.True(report.Serializable, string.Join("\n", report.Anomalies.Select(a => a.Description)));
-        Assert.Equal(bank.LoadedSum, sum);
-        // Work goes on after the crashes: more inner regions commit than had when the last node stopped.
-        var lastCrash = result.Crashed.Max(c => c.At);
-        Assert.True(lastCrash < RunFor / 2, $"the last crash came at {lastCrash}, late in the run");
-        Assert.True(result.InnerCommits > 100, $"only {result.InnerCommits} inner commits");
+        AssertEveryPropertyHolds(result, bank, sum);
     }
 
     /// <summary>The twin of the spec's ChillerMutantWaitForCutOffReplica: a host that keeps waiting
@@ -114,11 +104,118 @@ public class ChillerCrashTests(ITestOutputHelper output)
         Assert.NotEmpty(result.Run.Unfinished);
     }
 
+    /// <summary>What the spec's invariants ask of the engine's state after a run with crashes:
+    /// atomicity, every transaction ended, no failure, replica agreement among the copies that serve
+    /// (with a live primary, durability), a serializable merged history, the money; and the crashes
+    /// came early enough that work went on after them.</summary>
+    static void AssertEveryPropertyHolds(ChillerRunResult result, Bank bank, long sum)
+    {
+        var r = result.Run;
+        Assert.Empty(r.Atomicity);
+        Assert.Empty(r.Unfinished);
+        Assert.Empty(r.Failures);
+        Assert.Empty(result.ReplicaDisagreements);
+        var report = SerializabilityChecker.Check(r.History);
+        Assert.True(report.Serializable, string.Join("\n", report.Anomalies.Select(a => a.Description)));
+        Assert.Equal(bank.LoadedSum, sum);
+        var lastCrash = result.Crashed.Max(c => c.At);
+        Assert.True(lastCrash < RunFor / 2, $"the last crash came at {lastCrash}, late in the run");
+        Assert.True(result.InnerCommits > 100, $"only {result.InnerCommits} inner commits");
+    }
+
+    /// <summary>Partition p's copy r on node 2r + p, and every coordinator on the last node, 2R, so
+    /// that a primary can fail without taking a coordinator with it.</summary>
+    static ChillerOptions PrimaryOptions(int replicas, params ChillerCrash[] crashes) => Options(replicas, crashes) with
+    {
+        Topology = new ClusterTopology(nodes: 2 * replicas + 1, partitions: 2, replicas, replicasApart: true),
+        CoordinatorNodes = [2 * replicas],
+        SlotsPerNode = 8,
+        // Shorter than a message's flight: the crashed primary's last entries reach some survivors
+        // and are dropped on the way to others when its channels close, so recovery must gather.
+        DetectionDelay = TimeSpan.FromMicroseconds(30),
+    };
+
+    /// <summary>The steps a primary takes, as outer participant and as inner host.</summary>
+    static readonly ChillerStep[] PrimarySteps =
+    [
+        ChillerStep.CoordLockOuter, ChillerStep.CoordLockDenied, ChillerStep.InnerExecute, ChillerStep.InnerReject,
+        ChillerStep.InnerCommit, ChillerStep.OuterCommit, ChillerStep.OuterRelease,
+    ];
+
+    /// <summary>Partition 0's primary (node 0) stopped after each of its steps, early and later,
+    /// with two and three copies; with three, also a second crash during or right after its
+    /// recovery: the candidate after it gathers, or the new primary after its election.</summary>
+    public static TheoryData<int, string, int, string> PrimaryCases()
+    {
+        var data = new TheoryData<int, string, int, string>();
+        foreach (var step in PrimarySteps)
+            foreach (int occurrence in new[] { 1, 8 })
+            {
+                data.Add(2, step.ToString(), occurrence, "");
+                data.Add(3, step.ToString(), occurrence, "");
+            }
+        foreach (var step in new[] { ChillerStep.InnerExecute, ChillerStep.OuterCommit })
+        {
+            data.Add(3, step.ToString(), 8, nameof(ChillerStep.DecidePending));
+            data.Add(3, step.ToString(), 8, nameof(ChillerStep.ElectPrimary));
+        }
+        // Runs where recovery has entries to gather; the survivor that takes the first GatherPending stops.
+        data.Add(3, nameof(ChillerStep.InnerExecute), 1, nameof(ChillerStep.GatherPending));
+        data.Add(3, nameof(ChillerStep.OuterCommit), 1, nameof(ChillerStep.GatherPending));
+        return data;
+    }
+
+    [Theory]
+    [MemberData(nameof(PrimaryCases))]
+    public void A_primary_stopped_after_a_step_is_recovered_and_every_property_holds(int replicas, string step, int occurrence, string then)
+    {
+        var crashes = new List<ChillerCrash> { new(Enum.Parse<ChillerStep>(step), occurrence, Node: 0) };
+        // The candidate of the recovery is partition 0's copy 1, on node 2; whichever survivor gathers first.
+        if (then.Length > 0) crashes.Add(new ChillerCrash(Enum.Parse<ChillerStep>(then), 1, Node: then == nameof(ChillerStep.GatherPending) ? null : 2));
+        var bank = new Bank(accounts: 100, hot: 4);
+        long sum = 0;
+        var result = ChillerSimulation.Run(bank, PrimaryOptions(replicas, crashes.ToArray()), RunFor, dbs => sum = Bank.Sum(dbs));
+        var r = result.Run;
+        output.WriteLine($"R={replicas} after {step} #{occurrence}{(then.Length > 0 ? $", then the candidate after {then}" : "")}: crashed {string.Join(", ", result.Crashed.Select(c => $"node {c.Node} at {c.At.TotalMicroseconds:F0} us"))}; " +
+                         $"{r.Stats.Commits} commits, {r.Stats.TotalAborts} aborts; " +
+                         string.Join(", ", ChillerCrashPoints.Recovery.Select(s => $"{s} {result.Steps[s]}")));
+        foreach (var line in r.Atomicity.Concat(r.Unfinished).Concat(r.Failures).Concat(result.ReplicaDisagreements).Take(4)) output.WriteLine(line);
+        Assert.Equal(crashes.Count, result.Crashed.Count);
+        Assert.Equal(0, result.Crashed[0].Node);
+        Assert.Equal(crashes.Count, result.Steps[ChillerStep.CloseChannels] + result.Steps[ChillerStep.RecoverReplica]);
+        Assert.Equal(1, result.Steps[ChillerStep.ElectPrimary] - (then == nameof(ChillerStep.ElectPrimary) ? 1 : 0));
+        AssertEveryPropertyHolds(result, bank, sum);
+    }
+
+    /// <summary>The twins of the spec's ChillerMutantCommitBeforeAcks and ChillerMutantDecideBeforeGather,
+    /// each on runs where the crashed primary's last entries reached some survivors only.</summary>
+    [Theory]
+    [InlineData(nameof(ChillerMutants.HostCommitsOnSend), 2, nameof(ChillerStep.InnerCommit))]
+    [InlineData(nameof(ChillerMutants.DecideBeforeGather), 3, nameof(ChillerStep.InnerExecute))]
+    public void Twin_recovery_that_loses_a_received_entry_is_caught(string mutant, int replicas, string step)
+    {
+        int caught = 0;
+        foreach (int occurrence in new[] { 1, 2, 3, 4, 5, 6, 7, 8 })
+        {
+            var options = PrimaryOptions(replicas, new ChillerCrash(Enum.Parse<ChillerStep>(step), occurrence, Node: 0)) with
+            {
+                Mutants = Enum.Parse<ChillerMutants>(mutant),
+                Drain = TimeSpan.FromMilliseconds(10),
+            };
+            var result = ChillerSimulation.Run(new Bank(100, 4), options, RunFor);
+            var broken = result.Run.Atomicity.Concat(result.ReplicaDisagreements).Concat(result.Run.Unfinished).ToList();
+            if (!SerializabilityChecker.Check(result.Run.History).Serializable) broken.Add("not serializable");
+            output.WriteLine($"{mutant} after {step} #{occurrence}: {broken.FirstOrDefault() ?? "(nothing)"}");
+            if (broken.Count > 0) caught++;
+        }
+        Assert.True(caught > 0, $"{mutant}: no run of eight broke a property");
+    }
+
     [Fact]
     public void A_crash_whose_recovery_is_not_built_is_refused_naming_the_step()
     {
-        var e = Assert.Throws<ArgumentException>(() => ChillerSimulation.Run(new Bank(20, 2), Options(2, new ChillerCrash(ChillerStep.InnerExecute, 1)), RunFor));
-        Assert.Contains("a crash after InnerExecute", e.Message);
+        var e = Assert.Throws<ArgumentException>(() => ChillerSimulation.Run(new Bank(20, 2), Options(2, new ChillerCrash(ChillerStep.CoordDelegate, 1)), RunFor));
+        Assert.Contains("a crash after CoordDelegate", e.Message);
         Assert.Contains("not built yet", e.Message);
         var shared = new ChillerOptions(new ClusterTopology(2, 2, 2), new ChillerLookup(new HashPartitionMap(2)), 1) { Crashes = [new ChillerCrash(ChillerStep.ReplicaApply, 1)] };
         e = Assert.Throws<ArgumentException>(() => ChillerSimulation.Run(new Bank(20, 2), shared, RunFor));

@@ -31,6 +31,9 @@ internal sealed record ChillerOptions(ClusterTopology Topology, ChillerLookup Lo
     /// <summary>Null: nodes work in no time. Otherwise each node's workers and what a message and
     /// an op cost them (<see cref="NodeWorkers"/>).</summary>
     public CpuModel? Cpu { get; init; }
+    /// <summary>The nodes that coordinate transactions; null: every node that holds a primary.
+    /// A node that may crash must coordinate nothing (a coordinator's recovery is not built).</summary>
+    public IReadOnlyList<int>? CoordinatorNodes { get; init; }
     /// <summary>How long after a node stops the failure detector suspects it (a lease's length).</summary>
     public TimeSpan DetectionDelay { get; init; } = TimeSpan.FromMicroseconds(500);
 
@@ -61,15 +64,16 @@ internal sealed record ChillerOptions(ClusterTopology Topology, ChillerLookup Lo
         foreach (var crash in Crashes)
         {
             if (!ChillerCrashPoints.Recovered.Contains(crash.After))
-                throw new ArgumentException($"chiller: a crash after {crash.After}: the node that takes it is a primary, a coordinator or the cluster manager, whose recovery is not built yet (crashes after {string.Join(", ", ChillerCrashPoints.Recovered)} are)", nameof(Crashes));
+                throw new ArgumentException($"chiller: a crash after {crash.After}: the node that takes it is a coordinator or the cluster manager, whose recovery is not built yet (crashes after {string.Join(", ", ChillerCrashPoints.Recovered)} are)", nameof(Crashes));
             if (crash.Occurrence < 1) throw new ArgumentOutOfRangeException(nameof(Crashes), $"chiller: a crash after occurrence {crash.Occurrence} of {crash.After}: occurrences count from 1");
             if (crash.Node is int n && (uint)n >= (uint)Topology.Nodes) throw new ArgumentOutOfRangeException(nameof(Crashes), $"chiller: a crash of node {n}, but nodes are 0..{Topology.Nodes - 1}");
         }
         if (Crashes.Count > 0)
-            for (int p = 0; p < Topology.Partitions; p++)
-                foreach (int node in Topology.CopiesOf(p)[1..])
-                    if (Topology.PrimariesOn(node).Length > 0)
-                        throw new ArgumentException($"chiller: crashes need every replica on a node without a primary (partition {p}'s replica is on node {node}, which is a primary too): build the topology with replicasApart", nameof(Crashes));
+            for (int node = 0; node < Topology.Nodes; node++)
+                if (Topology.CopiesOn(node).Count() > 1)
+                    throw new ArgumentException($"chiller: crashes need every copy on a node of its own (node {node} holds {Topology.CopiesOn(node).Count()}): build the topology with replicasApart", nameof(Crashes));
+        foreach (int node in CoordinatorNodes ?? [])
+            if ((uint)node >= (uint)Topology.Nodes) throw new ArgumentOutOfRangeException(nameof(CoordinatorNodes), $"chiller: coordinator node {node}, but nodes are 0..{Topology.Nodes - 1}");
         return this;
     }
 }
@@ -89,7 +93,8 @@ internal sealed record ChillerRunResult(ClusterRunResult Run, IReadOnlyList<stri
 /// <summary>
 /// Chiller over a simulated cluster: every partition's primary and replicas, every node's
 /// coordinators, the transport and the clock, in one thread on <see cref="SimulatedTime"/>, so the
-/// same options and seed give the same run, event for event. Failure-free: no node crashes.
+/// same options and seed give the same run, event for event. Nodes stop only as
+/// <see cref="ChillerOptions.Crashes"/> says, and only replicas' crashes are recovered so far.
 /// </summary>
 internal static class ChillerSimulation
 {
@@ -111,6 +116,11 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
 {
     readonly Database[] _databases;
     readonly ChillerPrimary[] _primaries;
+    /// <summary>Per partition, every primary it has had, the current one last (their logs and
+    /// histories outlive them), and the history of what recovery committed.</summary>
+    readonly List<ChillerPrimary>[] _allPrimaries;
+    /// <summary>Per partition, the replicas that took over, whose logs hold what recovery committed.</summary>
+    readonly List<ChillerReplica>[] _takenOver;
     readonly ChillerReplica[][] _replicas;
     readonly ChillerCoordinator[][] _coordinators;
     readonly Dictionary<string, RegionProgram> _programs;
@@ -140,6 +150,8 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
         _nodeEpoch = new long[Topology.Nodes];
         _databases = new Database[Topology.Partitions];
         _primaries = new ChillerPrimary[Topology.Partitions];
+        _allPrimaries = new List<ChillerPrimary>[Topology.Partitions];
+        _takenOver = new List<ChillerReplica>[Topology.Partitions];
         _replicas = new ChillerReplica[Topology.Partitions][];
         _programs = new Dictionary<string, RegionProgram>();
         for (int p = 0; p < Topology.Partitions; p++)
@@ -149,8 +161,9 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
             PartitionedHistory.CheckSameSchema(workload, _databases, p);
             if (p == 0)
                 foreach (var program in workload.Programs) _programs.Add(program.Name, RegionProgram.Check(program, Lookup.Map));
-            var protocol = (LockingProtocol)ProtocolRegistry.Create("NoWait", ProtocolSetup.For(db, 1));
-            _primaries[p] = new ChillerPrimary(Topology.PrimaryOf(p), p, protocol, new HistoryRecorder(1), this);
+            _primaries[p] = new ChillerPrimary(Topology.PrimaryOf(p), p, db, new HistoryRecorder(1), this);
+            _allPrimaries[p] = [_primaries[p]];
+            _takenOver[p] = [];
             var copies = Topology.CopiesOf(p);
             _replicas[p] = new ChillerReplica[copies.Length];
             for (int r = 1; r < copies.Length; r++)
@@ -164,8 +177,9 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
         for (int n = 0; n < Topology.Nodes; n++)
         {
             int[] homes = Topology.PrimariesOn(n).ToArray();
-            // Transactions start where a primary serves: a node that only keeps replicas coordinates none.
-            _coordinators[n] = new ChillerCoordinator[homes.Length == 0 ? 0 : options.SlotsPerNode];
+            // Transactions start where a primary serves, unless the options name the nodes.
+            bool coordinates = options.CoordinatorNodes?.Contains(n) ?? homes.Length > 0;
+            _coordinators[n] = new ChillerCoordinator[coordinates ? options.SlotsPerNode : 0];
             for (int s = 0; s < _coordinators[n].Length; s++)
             {
                 ulong seed = options.Seed * 0x9E3779B97F4A7C15UL + (ulong)(n * ClusterTxnId.MaxSlots + s + 1);
@@ -222,6 +236,8 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
     void Crash(int node)
     {
         if (_down[node]) return;
+        if (_coordinators[node].Length > 0)
+            throw new InvalidOperationException($"chiller: node {node} stops, but it coordinates transactions, and a coordinator's recovery is not built yet (ChillerOptions.CoordinatorNodes)");
         _down[node] = true;
         Crashed.Add((node, Time.Elapsed));
         _membership.ReportDown(node, Recover);
@@ -232,15 +248,54 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
     /// <summary>Nodes stopped, and when.</summary>
     public List<(int Node, TimeSpan At)> Crashed { get; } = new();
 
-    /// <summary>The cluster manager's recovery of a suspected node: RecoverReplica for every copy it
-    /// kept (Options allow crashes of replica-only nodes alone): its channels closed and the copy
-    /// out of its partition's configuration, in one view.</summary>
+    /// <summary>
+    /// The cluster manager's recovery of a suspected node, by what it kept. A replica: RecoverReplica,
+    /// its channels closed and the copy out of its partition's configuration, in one view. A
+    /// primary (or the candidate of a recovery under way): CloseChannels, its channels closed and its
+    /// partition recovering; the first survivor then gathers, decides and takes over
+    /// (<see cref="ChillerReplica.OnView"/>, <see cref="Promote"/>), each its own step.
+    /// </summary>
     void Recover(int node)
     {
-        var view = _membership.Propose(v => new ClusterView(v.Epoch + 1, new HashSet<int>(v.CutOff) { node },
-            v.Configuration.Select((copies, p) => copies.Where(c => Topology.CopiesOf(p)[c] != node).ToArray()).ToArray()));
-        foreach (var (partition, _) in Topology.CopiesOn(node)) Trace(ChillerStep.RecoverReplica, 0, partition, node);
-        OnView(node, view);
+        var (partition, copy) = Topology.CopiesOn(node).Single();
+        var view = _membership.Current;
+        int index = Array.IndexOf(view.Configuration[partition], copy);
+        bool serving = index == 0;
+        var survivors = view.Configuration[partition].Where(c => c != copy).ToArray();
+        if (serving && survivors.Length == 0)
+            throw new InvalidOperationException($"chiller: partition {partition} lost its last copy (node {node}); at most R - 1 = {Topology.Replicas - 1} of its copies may fail");
+        _membership.Propose(v => v with
+        {
+            Epoch = v.Epoch + 1,
+            CutOff = new HashSet<int>(v.CutOff) { node },
+            Configuration = v.Configuration.Select((copies, p) => p == partition ? survivors : copies).ToArray(),
+            Recovering = serving ? new HashSet<int>(v.Recovering) { partition } : v.Recovering,
+        });
+        Trace(serving ? ChillerStep.CloseChannels : ChillerStep.RecoverReplica, 0, partition, node);
+    }
+
+    /// <summary>ElectPrimary: <paramref name="replica"/>, which has gathered and applied every pending
+    /// entry, serves its partition from now on, holding again the outer shares its log has prepared;
+    /// the coordinators learn which of the crashed primary's inner regions commit (those a survivor
+    /// received), so that any other they wait for aborts.</summary>
+    public void Promote(int partition, ChillerReplica replica)
+    {
+        // RecoveryCommit: the inner regions the survivors hold that no former primary committed
+        // commit here (D4: this copy serves nothing before it has applied them, so no lock of the
+        // crashed host needs keeping).
+        var recoveryCommits = replica.InnerEntries.Where(e => !_allPrimaries[partition].Any(p => p.Outcomes.TryGetValue(e.Txn, out bool committed) && committed))
+                                                  .Select(e => e.Txn).ToList();
+        _takenOver[partition].Add(replica);
+        var primary = new ChillerPrimary(replica.Node, partition, replica.Database, new HistoryRecorder(1), this, takeover: replica);
+        _primaries[partition] = primary;
+        _allPrimaries[partition].Add(primary);
+        _databases[partition] = replica.Database;
+        var view = _membership.Propose(v => v with { Epoch = v.Epoch + 1, Recovering = v.Recovering.Where(p => p != partition).ToHashSet() });
+        var committed = replica.InnerApplied.ToHashSet();
+        for (int n = 0; n < Topology.Nodes; n++)
+            if (_coordinators[n].Length > 0) _transport.Send(new Envelope(replica.Node, n, new Elected(partition, view.Epoch, replica.Copy, committed)));
+        Trace(ChillerStep.ElectPrimary, 0, partition, replica.Node);
+        foreach (long txn in recoveryCommits) Trace(ChillerStep.RecoveryCommit, txn, partition, replica.Node);
     }
 
     /// <summary>A node learns a view: each of its components adjusts (in epoch order; a stopped node learns nothing).</summary>
@@ -248,7 +303,10 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
     {
         if (_down[node] || view.Epoch <= _nodeEpoch[node]) return;
         _nodeEpoch[node] = view.Epoch;
-        foreach (int p in Topology.PrimariesOn(node)) _primaries[p].OnView(view);
+        foreach (var primary in _primaries)
+            if (primary.Node == node) primary.OnView(view);
+        foreach (var (p, copy) in Topology.CopiesOn(node))
+            if (copy > 0) _replicas[p][copy].OnView(view);
         foreach (var c in _coordinators[node]) c.OnView(view);
     }
 
@@ -281,10 +339,13 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
             case Delegate m: ToPrimary(node, m.Partition, e); break;
             case ReplicaAck m: ToPrimary(node, m.Partition, e); break;
             case OuterDecision m: ToPrimary(node, m.Partition, e); break;
-            case Replicate m:
-                if (Topology.CopiesOf(m.Partition)[m.Copy] != node)
-                    throw new InvalidOperationException($"node {node}: an entry for partition {m.Partition}'s copy {m.Copy}, which node {Topology.CopiesOf(m.Partition)[m.Copy]} holds");
-                _replicas[m.Partition][m.Copy].Receive(e.From, m);
+            case Replicate m: ToReplica(node, m.Partition, e); break;
+            case GatherRequest m: ToReplica(node, m.Partition, e); break;
+            case GatherReply m: ToReplica(node, m.Partition, e); break;
+            case GatherFill m: ToReplica(node, m.Partition, e); break;
+            case GatherDone m: ToReplica(node, m.Partition, e); break;
+            case Elected:
+                foreach (var c in _coordinators[node]) c.Receive(e.Message);
                 break;
             case OuterLocked m: ToCoordinator(node, m.Txn, e); break;
             case OuterPrepared m: ToCoordinator(node, m.Txn, e); break;
@@ -295,11 +356,22 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
         }
     }
 
+    /// <summary>To the partition's primary, if it is on this node; a request sent to a former
+    /// primary's node is refused, as the closed channel to it would.</summary>
     void ToPrimary(int node, int partition, Envelope e)
     {
-        if (Topology.PrimaryOf(partition) != node)
-            throw new InvalidOperationException($"node {node}: a request for partition {partition}, whose primary is node {Topology.PrimaryOf(partition)}");
-        _primaries[partition].Receive(e.Message);
+        if (_primaries[partition].Node == node) _primaries[partition].Receive(e.Message);
+    }
+
+    void ToReplica(int node, int partition, Envelope e)
+    {
+        foreach (var (p, copy) in Topology.CopiesOn(node))
+            if (p == partition && copy > 0)
+            {
+                _replicas[p][copy].Receive(e.From, e.Message);
+                return;
+            }
+        throw new InvalidOperationException($"node {node}: a {e.Message.GetType().Name} for partition {partition}, of which it holds no replica");
     }
 
     void ToCoordinator(int node, long txn, Envelope e)
@@ -316,8 +388,9 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
         Time.RunUntil(duration);
         Stopping = true;
         Time.RunUntil(duration + Options.Drain);
-        var run = new ClusterRunResult(Stats, duration, PartitionedHistory.Merge(_primaries.Select(p => p.History)),
-                                       PartitionedHistory.CheckAtomicity(_primaries.Select(p => p.Outcomes), _decisions),
+        var run = new ClusterRunResult(Stats, duration,
+                                       PartitionedHistory.Merge(Enumerable.Range(0, Topology.Partitions).Select(p => _allPrimaries[p].Select(x => x.History).Append(RecoveredHistory(p)))),
+                                       PartitionedHistory.CheckAtomicity(Enumerable.Range(0, Topology.Partitions).Select(PartitionOutcomes), _decisions).Concat(_outcomeConflicts).ToList(),
                                        PartitionedHistory.Unfinished(_primaries.Select(p => p.Unfinished), _coordinators.SelectMany(n => n)), Failures,
                                        Time.Fired, _transport.Sent, _transport.Dropped, _transport.Duplicated, MultiPartitionCommits);
         var steps = Enum.GetValues<ChillerStep>().ToDictionary(s => s, s => _steps[(int)s]);
@@ -325,13 +398,47 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
     }
 
 
+    /// <summary>The history of what recovery committed on <paramref name="p"/>: the inner regions
+    /// in the logs of the copies that took over that no primary committed (and recorded) itself,
+    /// with the accesses their entries carry.</summary>
+    HistoryRecorder RecoveredHistory(int p)
+    {
+        var recorder = new HistoryRecorder(1);
+        var recorded = _allPrimaries[p].SelectMany(x => x.Recorded).ToHashSet();
+        foreach (var entry in _takenOver[p].SelectMany(r => r.InnerEntries))
+            if (recorded.Add(entry.Txn)) recorder.Add(new CommittedTxn(entry.Txn, entry.Program ?? "", entry.Accesses ?? []));
+        return recorder;
+    }
+
+    /// <summary>What partition <paramref name="p"/> ended, over all its primaries; a primary that
+    /// ended a transaction otherwise than an earlier one of the partition is an atomicity violation.</summary>
+    IReadOnlyDictionary<long, bool> PartitionOutcomes(int p)
+    {
+        var outcomes = new Dictionary<long, bool>();
+        foreach (var primary in _allPrimaries[p])
+            foreach (var (txn, committed) in primary.Outcomes)
+            {
+                if (outcomes.TryGetValue(txn, out bool before) && before != committed)
+                    _outcomeConflicts.Add($"{ClusterTxnId.Describe(txn)}: partition {p}'s primary on node {primary.Node} {(committed ? "committed" : "aborted")} it, an earlier one {(before ? "committed" : "aborted")} it");
+                outcomes[txn] = committed;
+            }
+        return outcomes;
+    }
+
+    readonly List<string> _outcomeConflicts = new();
+
+    /// <summary>A copy met an entry it cannot apply as it stands (see <see cref="CheckReplicas"/>).</summary>
+    public void Diverged(string what) => _divergences.Add(what);
+
+    readonly List<string> _divergences = new();
+
     /// <summary>Replica agreement once drained: every copy in the configuration applied the whole log
     /// and holds what its primary holds, record for record (the same keys, payloads and versions).
     /// With the primaries alive, that is durability too: every committed change is on every copy
     /// that serves.</summary>
     List<string> CheckReplicas()
     {
-        var wrong = new List<string>();
+        var wrong = new List<string>(_divergences);
         for (int p = 0; p < _primaries.Length; p++)
             foreach (int r in _membership.Current.ReplicasOf(p))
             {

@@ -28,6 +28,12 @@ internal sealed class ChillerCoordinator : SlotCoordinator
     ulong _notified;
     /// <summary>The configuration as this node last learned it.</summary>
     ClusterView _view;
+    /// <summary>Per partition, the copy this attempt's last message went to (its primary then), or -1.</summary>
+    readonly int[] _sentTo;
+    /// <summary>Per partition, the message waiting for the partition's next primary to be elected.</summary>
+    readonly object?[] _heldFor;
+    /// <summary>The copy the inner region was delegated to, or -1.</summary>
+    int _delegatedTo;
     int _position;
     Phase _phase;
     bool _commit;
@@ -42,6 +48,8 @@ internal sealed class ChillerCoordinator : SlotCoordinator
         _touched = new bool[cluster.Topology.Partitions];
         _waiting = new bool[cluster.Topology.Partitions];
         _inserts = new bool[cluster.Topology.Partitions];
+        _sentTo = new int[cluster.Topology.Partitions];
+        _heldFor = new object?[cluster.Topology.Partitions];
     }
 
     protected override void BeginAttempt()
@@ -49,6 +57,9 @@ internal sealed class ChillerCoordinator : SlotCoordinator
         Array.Clear(_touched);
         Array.Clear(_waiting);
         Array.Clear(_inserts);
+        Array.Fill(_sentTo, -1);
+        Array.Clear(_heldFor);
+        _delegatedTo = -1;
         _waitingCount = 0;
         _lockedAtHost = 0;
         _elsewhere = false;
@@ -87,12 +98,14 @@ internal sealed class ChillerCoordinator : SlotCoordinator
                                       Ctx.Args.AsSpan(0, program.ArgCount).ToArray(), Ctx.Results.AsSpan(0, program.Ops.Length).ToArray()));
     }
 
-    /// <summary>Claims the outer inserts' keys where there are any (the host claims its own), then delegates.</summary>
+    /// <summary>Prepares every outer partition that claims inserts or has replicas (the host claims
+    /// its own), then delegates.</summary>
     void PrepareOrDelegate()
     {
         for (int p = 0; p < _inserts.Length; p++)
         {
-            if (!_inserts[p]) continue;
+            // Claims inserts, and with replicas ships the share's locks to them first (D3).
+            if (p == _regions.Host || !_touched[p] || !_inserts[p] && _view.Configuration[p].Length < 2) continue;
             _waiting[p] = true;
             _waitingCount++;
             Send(p, new PrepareOuter(Txn, p));
@@ -146,6 +159,13 @@ internal sealed class ChillerCoordinator : SlotCoordinator
                     if (_regions.IsInner(i)) Ctx.Results[i] = m.Results[i];
                 if ((ExpectedNotifiers & ~_notified) == 0) LearnCommit();
                 break;
+            case Elected m when _phase == Phase.Delegated && m.Partition == _regions.Host && _delegatedTo >= 0 && _delegatedTo != m.Copy:
+                // The host this attempt was delegated to crashed: recovery decided from the survivors.
+                if (m.CommittedInner.Contains(Txn)) break;
+                _cluster.Trace(ChillerStep.CoordLearnAbort, Txn, m.Partition, Node);
+                _touched[_regions.Host] = false;
+                Decide(commit: false, AbortReason.NoReply);
+                break;
             case InnerAborted m when m.Txn == Txn && _phase == Phase.Delegated:
                 _cluster.Trace(ChillerStep.CoordLearnAbort, Txn, m.Partition, Node);
                 // The host ended its share, the outer locks it held with it.
@@ -167,22 +187,48 @@ internal sealed class ChillerCoordinator : SlotCoordinator
         Decide(commit: true, AbortReason.None);
     }
 
-    /// <summary>D6: every copy of the inner partition in the configuration other than the host, or
-    /// the host itself when it has none (as this node's view has it).</summary>
+    /// <summary>D6: every copy of the inner partition in the configuration other than the host the
+    /// inner region was delegated to (a replica promoted since still counts), or that host itself
+    /// when there is none (as this node's view has it).</summary>
     ulong ExpectedNotifiers
     {
         get
         {
             ulong expected = 0;
-            foreach (int copy in _view.ReplicasOf(_regions.Host)) expected |= 1UL << copy;
-            return expected == 0 ? 1UL : expected;
+            foreach (int copy in _view.Configuration[_regions.Host])
+                if (copy != _delegatedTo) expected |= 1UL << copy;
+            return expected == 0 ? 1UL << Math.Max(_delegatedTo, 0) : expected;
         }
     }
 
-    /// <summary>A new view: a removed replica's notification is no longer awaited.</summary>
+    /// <summary>A new view. A message held for a partition that has a primary again goes out. Before
+    /// delegation, a partition whose primary changed under a lock or a prepare of this attempt
+    /// fails it (CoordLearnParticipantFailed); after the outcome, the outcome goes again to a
+    /// partition whose primary changed; a removed replica's notification is no longer awaited.</summary>
     public void OnView(ClusterView view)
     {
         _view = view;
+        if (_phase is Phase.Locking or Phase.Preparing)
+            for (int p = 0; p < _sentTo.Length; p++)
+                if (_touched[p] && _sentTo[p] >= 0 && view.PrimaryCopy(p) != _sentTo[p])
+                {
+                    _cluster.Trace(ChillerStep.CoordLearnParticipantFailed, Txn, p, Node);
+                    _failure = null;
+                    Array.Clear(_waiting);
+                    _waitingCount = 0;
+                    Decide(commit: false, AbortReason.NoReply);
+                    return;
+                }
+        if (_phase == Phase.Finishing)
+            for (int p = 0; p < _sentTo.Length; p++)
+                if (_waiting[p] && _sentTo[p] != view.PrimaryCopy(p))
+                    Send(p, new OuterDecision(Txn, p, _commit, Ctx.Results.AsSpan(0, Ctx.Program.Ops.Length).ToArray()));
+        for (int p = 0; p < _heldFor.Length; p++)
+            if (_heldFor[p] is { } held && view.PrimaryCopy(p) >= 0)
+            {
+                _heldFor[p] = null;
+                Send(p, held);
+            }
         if (_phase == Phase.Delegated && _notified != 0 && (ExpectedNotifiers & ~_notified) == 0) LearnCommit();
     }
 
@@ -213,6 +259,18 @@ internal sealed class ChillerCoordinator : SlotCoordinator
         Finish(_commit, _reason, _failure, _elsewhere);
     }
 
-    void Send(int partition, object message) =>
-        _cluster.Transport.Send(new Envelope(Node, _cluster.Topology.PrimaryOf(partition), message));
+    /// <summary>To the partition's primary as this node's view has it; while the partition recovers,
+    /// held for the primary it elects (a closed channel delivers nothing, D2).</summary>
+    void Send(int partition, object message)
+    {
+        int copy = _view.PrimaryCopy(partition);
+        if (copy < 0)
+        {
+            _heldFor[partition] = message;
+            return;
+        }
+        _sentTo[partition] = copy;
+        if (message is Delegate) _delegatedTo = copy;
+        _cluster.Transport.Send(new Envelope(Node, _cluster.Topology.CopiesOf(partition)[copy], message));
+    }
 }

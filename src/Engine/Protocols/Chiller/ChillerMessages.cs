@@ -29,11 +29,48 @@ internal sealed record Delegate(long Txn, int Partition, long Timestamp, string 
 /// <summary>One row as a replication message carries it: its after-image, or a new row.</summary>
 internal sealed record RowImage(int Table, long Key, bool Inserted, byte[] Payload);
 
-/// <summary>The partition's log entry <paramref name="Seq"/> to one of its replicas
-/// (InnerExecute's replication message, or an outer commit's synchronous log shipping, D3).
-/// An inner entry carries the inner region's results, which the replica passes on to the
-/// coordinator when it has applied it; an outer entry carries none.</summary>
-internal sealed record Replicate(long Txn, int Partition, int Copy, long Seq, RowImage[] Rows, long[]? InnerResults);
+/// <summary>What a log entry records.</summary>
+internal enum EntryKind : byte
+{
+    /// <summary>An inner region (InnerExecute's replication message): its rows, its results for
+    /// the coordinator, its accesses for the history.</summary>
+    Inner,
+    /// <summary>An outer share's locks and step-3 writes, before delegation (D3): a copy that
+    /// takes over holds the same locks.</summary>
+    OuterPrepared,
+    /// <summary>An outer share's commit: its rows.</summary>
+    OuterCommit,
+    /// <summary>An outer share released (aborted).</summary>
+    OuterRelease,
+}
+
+/// <summary>An outer share as its log entry keeps it, enough for a copy that takes over to hold
+/// it again: the program and its inputs, the ops locked here with their keys (inserts among
+/// them, claimed at prepare), which of them are deferred, and the rows written so far.</summary>
+internal sealed record ShareImage(string Program, long Timestamp, long[] Args, long[] Results, int[] Ops, long[] Keys, ulong Deferred, RowImage[] Written);
+
+/// <summary>The partition's log entry <paramref name="Seq"/> to one of its replicas.</summary>
+internal sealed record Replicate(long Txn, int Partition, int Copy, long Seq, EntryKind Kind, RowImage[] Rows,
+                                 long[]? InnerResults = null, ShareImage? Share = null, History.Access[]? Accesses = null, string? Program = null);
+
+/// <summary>GatherPending, from the candidate copy of a partition whose primary was cut off to
+/// another survivor: every entry you hold from <paramref name="FromSeq"/> on.</summary>
+internal sealed record GatherRequest(int Partition, long Epoch, int Candidate, long FromSeq);
+
+/// <summary>The survivor's entries from the asked number on, and the last number it applied.</summary>
+internal sealed record GatherReply(int Partition, long Epoch, int Copy, long Applied, Replicate[] Entries);
+
+/// <summary>The entries the survivor lacked; once it holds them it applies everything it holds in
+/// sequence order, skipping the numbers nobody received (D5: their sender is cut off).</summary>
+internal sealed record GatherFill(int Partition, long Epoch, int Copy, Replicate[] Entries);
+
+/// <summary>The survivor holds and has applied every gathered entry (D9).</summary>
+internal sealed record GatherDone(int Partition, long Epoch, int Copy);
+
+/// <summary>ElectPrimary's word to the coordinators: copy <paramref name="Copy"/> serves partition
+/// <paramref name="Partition"/>, and of the transactions delegated to its crashed primary, those
+/// in <paramref name="CommittedInner"/> commit (a survivor received them); any other aborted.</summary>
+internal sealed record Elected(int Partition, long Epoch, int Copy, IReadOnlySet<long> CommittedInner);
 
 /// <summary>ReplicaReceive's acknowledgement, to the primary: the entry is held (the NIC's ack
 /// of the paper's RDMA write).</summary>

@@ -19,4 +19,12 @@ internal enum ChillerMutants
     /// <summary>ChillerMutantWaitForCutOffReplica: a host keeps waiting for the acknowledgements of a
     /// replica that recovery removed from the configuration (its transactions never end).</summary>
     HostWaitsForRemovedReplica = 4,
+    /// <summary>ChillerMutantCommitBeforeAcks: the inner host commits as soon as it has sent its
+    /// entry, before any replica has it; a crash then loses a transaction it committed (atomicity
+    /// and durability fail).</summary>
+    HostCommitsOnSend = 8,
+    /// <summary>ChillerMutantDecideBeforeGather: the candidate of a recovery decides and takes over
+    /// from its own log without gathering the other survivors' (D9); an entry only another survivor
+    /// received is then lost on one copy and kept on another.</summary>
+    DecideBeforeGather = 16,
 }

@@ -28,12 +28,15 @@ internal sealed class ChillerPrimary
 {
     readonly int _node;
     readonly int _partition;
+    /// <summary>Which copy of the partition this is (0 until a recovery elects another).</summary>
+    readonly int _copy;
+    readonly Database _db;
     readonly LockingProtocol _protocol;
     readonly ChillerCluster _cluster;
     readonly Dictionary<long, Share> _live = new();
     readonly Stack<Share> _free = new();
     readonly Dictionary<long, bool> _outcomes = new();
-    readonly MutantFlag _abortsUnilaterally, _releasesEarly, _waitsForRemoved;
+    readonly MutantFlag _abortsUnilaterally, _releasesEarly, _waitsForRemoved, _commitsOnSend;
     /// <summary>Every inner region committed here, with its results: what a host left with no
     /// replica notifies again. Kept for the run, as the outcome log is.</summary>
     readonly List<(long Txn, long[] Results)> _innerCommitted = new();
@@ -41,18 +44,75 @@ internal sealed class ChillerPrimary
     ulong _replicas;
     long _lastSeq;
 
-    public ChillerPrimary(int node, int partition, LockingProtocol protocol, HistoryRecorder history, ChillerCluster cluster)
+    /// <param name="db">the copy it serves</param>
+    /// <param name="takeover">the replica this primary takes over from, after recovery (ElectPrimary):
+    /// its outcomes, its log's numbers and its prepared outer shares, whose locks it takes again (D3)</param>
+    public ChillerPrimary(int node, int partition, Database db, HistoryRecorder history, ChillerCluster cluster, ChillerReplica? takeover = null)
     {
+        var protocol = (LockingProtocol)ProtocolRegistry.Create("NoWait", ProtocolSetup.For(db, 1));
         Debug.Assert(protocol.RunsAcrossPartitions, $"partition {partition}: protocol {protocol.Name} does not run across partitions");
         _node = node;
         _partition = partition;
+        _copy = takeover?.Copy ?? 0;
+        _db = db;
         _protocol = protocol;
         History = history;
         _cluster = cluster;
         _abortsUnilaterally = new MutantFlag(cluster.Options.Mutants, ChillerMutants.OuterAbortsUnilaterally);
         _releasesEarly = new MutantFlag(cluster.Options.Mutants, ChillerMutants.OuterReleasesEarly);
         _waitsForRemoved = new MutantFlag(cluster.Options.Mutants, ChillerMutants.HostWaitsForRemovedReplica);
+        _commitsOnSend = new MutantFlag(cluster.Options.Mutants, ChillerMutants.HostCommitsOnSend);
         foreach (int copy in cluster.Membership.Current.ReplicasOf(partition)) _replicas |= 1UL << copy;
+        if (takeover is not null) TakeOver(takeover);
+    }
+
+    public int Node => _node;
+    public Database Database => _db;
+
+    /// <summary>The transactions this primary committed itself (and recorded in its history).</summary>
+    public IReadOnlySet<long> Recorded => _recorded;
+    readonly HashSet<long> _recorded = new();
+
+    /// <summary>Starts from a replica's state: what its log ended, its numbers, and every outer
+    /// share it holds prepared, locked again with its step-3 writes in place (the locks the crashed
+    /// primary held for it, D3). The copy has applied everything it holds, so no inner lock of the
+    /// crashed host is left to keep (D4): this primary serves only from here.</summary>
+    void TakeOver(ChillerReplica replica)
+    {
+        foreach (var (txn, committed) in replica.Outcomes) _outcomes[txn] = committed;
+        _innerCommitted.AddRange(replica.InnerCommitted);
+        _lastSeq = replica.LastSeq;
+        foreach (var entry in replica.Prepared)
+        {
+            var image = entry.Share!;
+            var share = ShareOf(entry.Txn, image.Program, image.Timestamp);
+            var ctx = share.Context;
+            image.Args.CopyTo(ctx.Args, 0);
+            image.Results.CopyTo(ctx.Results, 0);
+            for (int k = 0; k < image.Ops.Length; k++)
+            {
+                int op = image.Ops[k];
+                // An insert is collected again; any other op locked again, its body not run again
+                // (a step-3 body's write comes back from the image below).
+                var step = ctx.Program.Ops[op].Mode == AccessMode.Insert
+                    ? _protocol.TryOp(ctx, op, image.Keys[k], out _)
+                    : _protocol.TryLockOp(ctx, op, image.Keys[k], out _);
+                if (step != OpStep.Done)
+                    throw new InvalidOperationException($"partition {_partition}: {ClusterTxnId.Describe(entry.Txn)}'s prepared op {ctx.Program.Ops[op].Name} could not be locked again on the copy that takes over");
+                share.Locked |= RegionProgram.Bit(op);
+                share.Keys[op] = image.Keys[k];
+            }
+            share.Deferred = image.Deferred;
+            foreach (var row in image.Written)
+            {
+                if (row.Inserted) continue; // made again by the prepare below
+                row.Payload.CopyTo(_db[row.Table].Payload(_db[row.Table].Find(row.Key)));
+            }
+            string? failure = null;
+            if (!Prepare(ctx, ref failure).IsYes)
+                throw new InvalidOperationException($"partition {_partition}: {ClusterTxnId.Describe(entry.Txn)}'s prepared inserts could not be claimed again on the copy that takes over{(failure is null ? "" : ": " + failure)}");
+            share.Prepared = share.Shipped = true;
+        }
     }
 
     public HistoryRecorder History { get; }
@@ -126,7 +186,7 @@ internal sealed class ChillerPrimary
         if (m.Deferred) share.Deferred |= RegionProgram.Bit(m.Op);
         // The twin: the lock let go at once.
         if (_releasesEarly && ctx.Program.Ops[m.Op].Mode != AccessMode.Insert)
-            _protocol.ReleaseForTwin(ctx, ctx.FindAccess(ctx.Program.Ops[m.Op].TableId, _cluster.Databases[_partition][ctx.Program.Ops[m.Op].TableId].Find(m.Key)));
+            _protocol.ReleaseForTwin(ctx, ctx.FindAccess(ctx.Program.Ops[m.Op].TableId, _db[ctx.Program.Ops[m.Op].TableId].Find(m.Key)));
         share.Keys[m.Op] = m.Key;
         Send(coordinator, new OuterLocked(m.Txn, _partition, m.Op, m.Deferred ? 0 : ctx.Results[m.Op], AbortReason.None, null));
         _cluster.Trace(ChillerStep.CoordLockOuter, m.Txn, _partition, _node);
@@ -156,6 +216,8 @@ internal sealed class ChillerPrimary
                 return;
             }
             share.Prepared = true;
+            // D3: the share's locks and writes reach the replicas before the transaction is delegated.
+            if (Ship(share, Phase.Preparing, EntryKind.OuterPrepared)) return;
         }
         Send(coordinator, new OuterPrepared(m.Txn, _partition, AbortReason.None, null));
     }
@@ -184,9 +246,10 @@ internal sealed class ChillerPrimary
             return;
         }
         share.InnerResults = ctx.Results.AsSpan(0, ctx.Program.Ops.Length).ToArray();
-        bool shipped = ShipLog(share, Phase.Replicating, share.InnerResults);
+        bool shipped = Ship(share, Phase.Replicating, EntryKind.Inner);
         _cluster.Trace(ChillerStep.InnerExecute, m.Txn, _partition, _node);
-        if (!shipped && !_cluster.IsDown(_node)) InnerCommit(share);
+        // The twin commits without waiting for a single acknowledgement.
+        if ((!shipped || _commitsOnSend) && !_cluster.IsDown(_node)) InnerCommit(share);
     }
 
     (AbortReason, string?) ExecuteInner(Share share, ulong inner, ulong hostDeferred)
@@ -226,13 +289,19 @@ internal sealed class ChillerPrimary
         }
     }
 
-    /// <summary>Sends the share's writes to every replica as the log's next entry, and waits for
-    /// their acknowledgements in <paramref name="phase"/>; false when there is nothing to wait for
-    /// (no replica, or, for an outer commit, nothing written).</summary>
-    bool ShipLog(Share share, Phase phase, long[]? innerResults)
+    /// <summary>Sends the share's entry of kind <paramref name="kind"/> to every replica as the log's
+    /// next, and waits for their acknowledgements in <paramref name="phase"/>; false when there is
+    /// nothing to wait for (no replica, or an outer commit or release of a share whose prepared
+    /// entry was never shipped and that wrote nothing).</summary>
+    bool Ship(Share share, Phase phase, EntryKind kind)
     {
-        var rows = Rows(share.Context);
-        if (_replicas == 0 || (rows.Length == 0 && innerResults is null)) return false;
+        var ctx = share.Context;
+        var rows = kind is EntryKind.Inner or EntryKind.OuterCommit ? Rows(ctx) : [];
+        if (_replicas == 0 || (kind is EntryKind.OuterCommit or EntryKind.OuterRelease && !share.Shipped && rows.Length == 0)) return false;
+        var entry = new Replicate(ctx.TxnId, _partition, 0, 0, kind, rows,
+                                  InnerResults: kind == EntryKind.Inner ? share.InnerResults : null,
+                                  Share: kind == EntryKind.OuterPrepared ? Image(share) : null,
+                                  Accesses: kind == EntryKind.Inner ? Accesses(ctx) : null, Program: ctx.Program.Name);
         share.Phase = phase;
         share.Seq = ++_lastSeq;
         share.Acked = 0;
@@ -241,15 +310,42 @@ internal sealed class ChillerPrimary
         for (ulong r = _replicas; r != 0; r &= r - 1)
         {
             int copy = System.Numerics.BitOperations.TrailingZeroCount(r);
-            _cluster.Transport.Send(new Envelope(_node, copies[copy], new Replicate(share.Context.TxnId, _partition, copy, share.Seq, rows, innerResults)));
+            _cluster.Transport.Send(new Envelope(_node, copies[copy], entry with { Copy = copy, Seq = share.Seq }));
         }
         return true;
+    }
+
+    /// <summary>An outer share as its prepared entry keeps it (D3).</summary>
+    ShareImage Image(Share share)
+    {
+        var ctx = share.Context;
+        var ops = new List<int>();
+        var keys = new List<long>();
+        foreach (int i in ctx.Program.Order)
+        {
+            if ((share.Locked & RegionProgram.Bit(i)) == 0) continue;
+            ops.Add(i);
+            keys.Add(share.Keys[i]);
+        }
+        return new ShareImage(ctx.Program.Name, ctx.Timestamp, ctx.Args.AsSpan(0, ctx.Program.ArgCount).ToArray(),
+                              ctx.Results.AsSpan(0, ctx.Program.Ops.Length).ToArray(), ops.ToArray(), keys.ToArray(), share.Deferred, Rows(ctx));
+    }
+
+    /// <summary>The history's accesses of an inner region, for a copy that commits it in recovery.</summary>
+    Access[] Accesses(TxnContext ctx)
+    {
+        var accesses = new Access[ctx.AccessCount + ctx.InsertCount];
+        for (int i = 0; i < ctx.AccessCount; i++)
+            accesses[i] = new Access(HistoryRecorder.RowKey(ctx.AccTable[i], ctx.AccRow[i]), ctx.AccVersion[i], _protocol.Wrote(ctx, i));
+        for (int i = 0; i < ctx.InsertCount; i++)
+            accesses[ctx.AccessCount + i] = new Access(HistoryRecorder.RowKey(ctx.Program.Ops[ctx.InsOp[i]].TableId, ctx.InsRow[i]), HistoryRecorder.NewRow, true);
+        return accesses;
     }
 
     void OnReplicaAck(ReplicaAck m)
     {
         if (!_live.TryGetValue(m.Txn, out var share) || share.Seq != m.Seq) return;
-        if (share.Phase is not (Phase.Replicating or Phase.Committing)) return;
+        if (share.Phase is not (Phase.Replicating or Phase.Committing or Phase.Preparing or Phase.Releasing)) return;
         share.Acked |= 1UL << m.Copy;
         CommitIfAcked(share);
     }
@@ -258,8 +354,17 @@ internal sealed class ChillerPrimary
     void CommitIfAcked(Share share)
     {
         if ((_replicas & ~share.Acked) != 0) return;
-        if (share.Phase == Phase.Replicating) InnerCommit(share);
-        else FinishOuterCommit(share);
+        switch (share.Phase)
+        {
+            case Phase.Replicating: InnerCommit(share); break;
+            case Phase.Committing: FinishOuterCommit(share); break;
+            case Phase.Releasing: FinishRelease(share); break;
+            case Phase.Preparing:
+                share.Phase = Phase.Locking;
+                share.Shipped = true;
+                Send(ClusterTxnId.NodeOf(share.Context.TxnId), new OuterPrepared(share.Context.TxnId, _partition, AbortReason.None, null));
+                break;
+        }
     }
 
     /// <summary>A new view: the replicas that serve now. A host no longer waits for a removed
@@ -273,11 +378,11 @@ internal sealed class ChillerPrimary
         if (_waitsForRemoved) replicas |= _replicas;
         bool lastGone = _replicas != 0 && replicas == 0;
         _replicas = replicas;
-        foreach (var share in _live.Values.Where(s => s.Phase is Phase.Replicating or Phase.Committing).OrderBy(s => s.Seq).ToList())
+        foreach (var share in _live.Values.Where(s => s.Phase is Phase.Replicating or Phase.Committing or Phase.Preparing or Phase.Releasing).OrderBy(s => s.Seq).ToList())
             CommitIfAcked(share);
         if (lastGone)
             foreach (var (txn, results) in _innerCommitted)
-                Send(ClusterTxnId.NodeOf(txn), new InnerNotify(txn, _partition, 0, results));
+                Send(ClusterTxnId.NodeOf(txn), new InnerNotify(txn, _partition, _copy, results));
     }
 
     /// <summary>InnerCommit: every replica holds the entry; install, release the inner locks. The
@@ -290,7 +395,7 @@ internal sealed class ChillerPrimary
         _innerCommitted.Add((txn, results));
         End(share, commit: true);
         if (_replicas == 0)
-            Send(ClusterTxnId.NodeOf(txn), new InnerNotify(txn, _partition, 0, results));
+            Send(ClusterTxnId.NodeOf(txn), new InnerNotify(txn, _partition, _copy, results));
         _cluster.Trace(ChillerStep.InnerCommit, txn, _partition, _node);
     }
 
@@ -315,13 +420,20 @@ internal sealed class ChillerPrimary
         if (share.Phase != Phase.Locking) return; // a doubled decision, its commit under way
         if (!m.Commit)
         {
-            End(share, commit: false);
-            Send(coordinator, new OuterDone(m.Txn, _partition));
-            _cluster.Trace(ChillerStep.OuterRelease, m.Txn, _partition, _node);
+            // A prepared share's release goes through the log, so that no copy taking over locks it again.
+            if (!Ship(share, Phase.Releasing, EntryKind.OuterRelease)) FinishRelease(share);
             return;
         }
         RunDeferred(share, m.Results);
-        if (!ShipLog(share, Phase.Committing, null)) FinishOuterCommit(share);
+        if (!Ship(share, Phase.Committing, EntryKind.OuterCommit)) FinishOuterCommit(share);
+    }
+
+    void FinishRelease(Share share)
+    {
+        long txn = share.Context.TxnId;
+        End(share, commit: false);
+        Send(ClusterTxnId.NodeOf(txn), new OuterDone(txn, _partition));
+        _cluster.Trace(ChillerStep.OuterRelease, txn, _partition, _node);
     }
 
     /// <summary>The deferred bodies, on the rows locked in step 3. The transaction is committed, so
@@ -343,7 +455,7 @@ internal sealed class ChillerPrimary
             catch (Exception e)
             {
                 var op = ctx.Program.Ops[i];
-                int row = _cluster.Databases[_partition][op.TableId].Find(share.Keys[i]);
+                int row = _db[op.TableId].Find(share.Keys[i]);
                 _protocol.UndoWrite(ctx, ctx.FindAccess(op.TableId, row));
                 _cluster.Failures.Add($"{ClusterTxnId.Describe(ctx.TxnId)}: {Describe(ctx, i, e)}; the transaction had committed at its inner host, so it commits without this op's write");
             }
@@ -365,7 +477,7 @@ internal sealed class ChillerPrimary
         share.Context.BeginParticipantAttempt(_cluster.Program(program).Program, txn, timestamp);
         share.Phase = Phase.Locking;
         share.Locked = share.Deferred = 0;
-        share.Prepared = false;
+        share.Prepared = share.Shipped = false;
         share.InnerResults = null;
         share.Seq = 0;
         _live.Add(txn, share);
@@ -376,7 +488,7 @@ internal sealed class ChillerPrimary
     RowImage[] Rows(TxnContext ctx)
     {
         var rows = new List<RowImage>();
-        var db = _cluster.Databases[_partition];
+        var db = _db;
         for (int i = 0; i < ctx.AccessCount; i++)
         {
             if (!_protocol.Wrote(ctx, i)) continue;
@@ -394,7 +506,11 @@ internal sealed class ChillerPrimary
     void End(Share share, bool commit)
     {
         var ctx = share.Context;
-        if (commit) _protocol.CommitParticipant(ctx);
+        if (commit)
+        {
+            _protocol.CommitParticipant(ctx);
+            _recorded.Add(ctx.TxnId);
+        }
         else _protocol.AbortParticipant(ctx);
         _outcomes[ctx.TxnId] = commit;
         _live.Remove(ctx.TxnId);
@@ -407,7 +523,9 @@ internal sealed class ChillerPrimary
 
     void Send(int to, object message) => _cluster.Transport.Send(new Envelope(_node, to, message));
 
-    enum Phase : byte { Locking, Replicating, Committing, Ended }
+    /// <summary>A share's phase: locking (step 3, and prepared), waiting for the acks of its
+    /// prepared entry, of its inner region's entry, of its outer commit's or of its release's, or ended.</summary>
+    enum Phase : byte { Locking, Preparing, Replicating, Committing, Releasing, Ended }
 
     /// <summary>A transaction attempt's share on this partition, its context reused by later ones.</summary>
     sealed class Share(TxnContext context)
@@ -419,8 +537,10 @@ internal sealed class ChillerPrimary
         public ulong Locked;
         /// <summary>Bit i: op i's body waits for the inner region's results.</summary>
         public ulong Deferred;
-        /// <summary>An outer partition's inserts have claimed their keys.</summary>
+        /// <summary>An outer partition's inserts have claimed their keys (and, with replicas, its
+        /// prepared entry is on its way: <see cref="Shipped"/> once every replica has it).</summary>
         public bool Prepared;
+        public bool Shipped;
         public long[]? InnerResults;
         public long Seq;
         /// <summary>Bit r: copy r acknowledged <see cref="Seq"/>.</summary>

@@ -1,4 +1,5 @@
 using Contend.Engine.Cluster;
+using Contend.Engine.History;
 using Contend.Engine.Storage;
 
 namespace Contend.Engine.Protocols.Chiller;
@@ -6,29 +7,78 @@ namespace Contend.Engine.Protocols.Chiller;
 /// <summary>
 /// One replica copy of a partition (Section 5.1): acknowledges each log entry as it receives it
 /// (ReplicaReceive), applies the entries in sequence order (ReplicaApply), and after applying an
-/// inner region tells the transaction's coordinator, with the inner region's results (D6).
+/// inner region tells the transaction's coordinator, with the inner region's results (D6). It
+/// keeps every entry it received, so that, when its primary is cut off, the survivors can hand
+/// each other what some of them lack (GatherPending); the candidate among them decides and takes
+/// over (<see cref="ChillerCluster.Promote"/>).
 /// </summary>
 internal sealed class ChillerReplica(int node, int partition, int copy, Database db, ChillerCluster cluster)
 {
+    readonly SortedDictionary<long, Replicate> _log = new();
     readonly SortedDictionary<long, Replicate> _held = new();
+    /// <summary>Outer shares prepared here and not ended yet, by transaction.</summary>
+    readonly Dictionary<long, Replicate> _prepared = new();
+    /// <summary>Every share the log ended: true if committed.</summary>
+    readonly Dictionary<long, bool> _outcomes = new();
+    /// <summary>The inner regions this copy applied, by transaction.</summary>
+    readonly HashSet<long> _inner = new();
+    readonly MutantFlag _decidesBeforeGather = new(cluster.Options.Mutants, ChillerMutants.DecideBeforeGather);
     long _applied;
+    Gathering? _gathering;
 
+    public int Node => node;
+    public int Copy => copy;
     public Database Database { get; } = db;
 
-    /// <summary>The sequence number of the last entry applied: entries apply 1, 2, ... with no gap.</summary>
+    /// <summary>The sequence number of the last entry applied: entries apply 1, 2, ... (a number
+    /// nobody received skipped once its sender is cut off).</summary>
     public long Applied => _applied;
 
     /// <summary>Entries received and not applied yet, waiting for an earlier one.</summary>
     public int Held => _held.Count;
 
+    /// <summary>True once this copy serves as the partition's primary: it takes no entries any more.</summary>
+    public bool Promoted { get; private set; }
+
+    public IReadOnlyDictionary<long, bool> Outcomes => _outcomes;
+    public IEnumerable<Replicate> Prepared => _prepared.Values.OrderBy(e => e.Seq);
+    public IReadOnlySet<long> InnerApplied => _inner;
+
+    /// <summary>The inner regions' entries applied here.</summary>
+    public IEnumerable<Replicate> InnerEntries => _log.Values.Where(e => e.Kind == EntryKind.Inner && e.Seq <= _applied);
+
+    /// <summary>The inner regions applied here, with their results.</summary>
+    public IEnumerable<(long Txn, long[] Results)> InnerCommitted => InnerEntries.Select(e => (e.Txn, e.InnerResults!));
+
     public void Receive(int from, object message)
     {
-        if (message is not Replicate m || m.Partition != partition || m.Copy != copy)
-            throw new InvalidOperationException($"partition {partition}, copy {copy}: a replica got {message.GetType().Name}");
-        // Acknowledged on receipt, a doubled copy again (the primary ignores a second ack).
-        cluster.Transport.Send(new Envelope(node, from, new ReplicaAck(m.Txn, partition, copy, m.Seq)));
-        if (m.Seq <= _applied || !_held.TryAdd(m.Seq, m)) return;
+        if (Promoted) return;
+        switch (message)
+        {
+            case Replicate m:
+                // Acknowledged on receipt, a doubled copy again (the primary ignores a second ack).
+                cluster.Transport.Send(new Envelope(node, from, new ReplicaAck(m.Txn, partition, copy, m.Seq)));
+                if (Hold(m)) ApplyInOrder();
+                break;
+            case GatherRequest m: OnGatherRequest(from, m); break;
+            case GatherReply m: OnGatherReply(m); break;
+            case GatherFill m: OnGatherFill(from, m); break;
+            case GatherDone m: OnGatherDone(m); break;
+            default: throw new InvalidOperationException($"partition {partition}, copy {copy}: a replica got {message.GetType().Name}");
+        }
+    }
+
+    /// <summary>ReplicaReceive: keeps an entry not seen before; false for a doubled one.</summary>
+    bool Hold(Replicate m)
+    {
+        if (!_log.TryAdd(m.Seq, m)) return false;
+        if (m.Seq > _applied) _held.Add(m.Seq, m);
         cluster.Trace(ChillerStep.ReplicaReceive, m.Txn, partition, node);
+        return true;
+    }
+
+    void ApplyInOrder()
+    {
         while (!cluster.IsDown(node) && _held.Remove(_applied + 1, out var next))
         {
             _applied++;
@@ -41,13 +91,133 @@ internal sealed class ChillerReplica(int node, int partition, int copy, Database
         foreach (var image in m.Rows)
         {
             var table = Database[image.Table];
-            int row = image.Inserted ? table.Load(image.Key) : table.Find(image.Key);
-            if (row < 0) throw new InvalidOperationException($"partition {partition}, copy {copy}: entry {m.Seq} of {ClusterTxnId.Describe(m.Txn)} writes table {table.Name} key {image.Key}, which this copy lacks");
+            int row = table.Find(image.Key);
+            if (image.Inserted == row >= 0)
+            {
+                // The log and this copy have parted: a protocol bug, which replica agreement reports.
+                cluster.Diverged($"partition {partition}, copy {copy}: entry {m.Seq} of {ClusterTxnId.Describe(m.Txn)} {(image.Inserted ? "inserts" : "writes")} table {table.Name} key {image.Key}, which this copy {(image.Inserted ? "has already" : "lacks")}");
+                if (row < 0) continue;
+            }
+            else if (image.Inserted) row = table.Load(image.Key);
             image.Payload.CopyTo(table.Payload(row));
             Volatile.Write(ref table.Version(row), m.Txn);
         }
-        if (m.InnerResults is { } results)
-            cluster.Transport.Send(new Envelope(node, ClusterTxnId.NodeOf(m.Txn), new InnerNotify(m.Txn, partition, copy, results)));
+        switch (m.Kind)
+        {
+            case EntryKind.Inner:
+                _inner.Add(m.Txn);
+                _outcomes[m.Txn] = true;
+                cluster.Transport.Send(new Envelope(node, ClusterTxnId.NodeOf(m.Txn), new InnerNotify(m.Txn, partition, copy, m.InnerResults!)));
+                break;
+            case EntryKind.OuterPrepared:
+                _prepared[m.Txn] = m;
+                break;
+            case EntryKind.OuterCommit:
+            case EntryKind.OuterRelease:
+                _prepared.Remove(m.Txn);
+                _outcomes[m.Txn] = m.Kind == EntryKind.OuterCommit;
+                break;
+        }
         cluster.Trace(ChillerStep.ReplicaApply, m.Txn, partition, node);
+    }
+
+    /// <summary>A new view: if this copy is the candidate of its partition's recovery, it gathers.</summary>
+    public void OnView(ClusterView view)
+    {
+        if (Promoted || !view.Recovering.Contains(partition) || view.Configuration[partition][0] != copy) return;
+        if (_gathering is { } g && g.Epoch == view.Epoch) return;
+        if (_decidesBeforeGather)
+        {
+            // The twin: decides from its own log alone.
+            _gathering = new Gathering(view.Epoch, [], []);
+            Decide();
+            return;
+        }
+        // Gather from the survivors of this view (a later view, after another crash, starts over).
+        var others = view.Configuration[partition].Skip(1).ToHashSet();
+        _gathering = new Gathering(view.Epoch, others, new HashSet<int>(others));
+        foreach (int other in others)
+            Send(other, new GatherRequest(partition, view.Epoch, copy, _applied + 1));
+        if (others.Count == 0) FillOthers();
+    }
+
+    void OnGatherRequest(int from, GatherRequest m) =>
+        cluster.Transport.Send(new Envelope(node, from, new GatherReply(partition, m.Epoch, copy, _applied, _log.Values.Where(e => e.Seq >= m.FromSeq).ToArray())));
+
+    void OnGatherReply(GatherReply m)
+    {
+        if (_gathering is not { } g || g.Epoch != m.Epoch || !g.Replying.Remove(m.Copy)) return;
+        g.Has[m.Copy] = (m.Applied, m.Entries.Select(e => e.Seq).ToHashSet());
+        foreach (var entry in m.Entries)
+            if (Hold(entry)) cluster.Trace(ChillerStep.GatherPending, entry.Txn, partition, node);
+        if (g.Replying.Count == 0) FillOthers();
+    }
+
+    /// <summary>Every survivor has answered: hand each the entries it lacks, then wait for each to hold them.</summary>
+    void FillOthers()
+    {
+        var g = _gathering!;
+        foreach (int other in g.Others)
+        {
+            // Everything this copy holds past what the other applied, but for what it said it holds.
+            var (applied, has) = g.Has[other];
+            Send(other, new GatherFill(partition, g.Epoch, copy, _log.Values.Where(e => e.Seq > applied && !has.Contains(e.Seq)).ToArray()));
+        }
+        if (g.Others.Count == 0) Decide();
+    }
+
+    void OnGatherFill(int from, GatherFill m)
+    {
+        foreach (var entry in m.Entries)
+            if (Hold(entry with { Copy = copy })) cluster.Trace(ChillerStep.GatherPending, entry.Txn, partition, node);
+        FlushSkippingGaps();
+        cluster.Transport.Send(new Envelope(node, from, new GatherDone(partition, m.Epoch, copy)));
+    }
+
+    void OnGatherDone(GatherDone m)
+    {
+        if (_gathering is not { } g || g.Epoch != m.Epoch || !g.Others.Remove(m.Copy)) return;
+        if (g.Others.Count == 0) Decide();
+    }
+
+    /// <summary>DecidePending: every survivor holds every pending entry one of them received (D9);
+    /// all of them commit (a survivor received them), anything else the crashed host ran aborted.
+    /// This copy applies what it holds, then takes over.</summary>
+    void Decide()
+    {
+        FlushSkippingGaps();
+        cluster.Trace(ChillerStep.DecidePending, 0, partition, node);
+        _gathering = null;
+        if (cluster.IsDown(node)) return; // stopped right after deciding: the next survivor starts over
+        Promoted = true;
+        cluster.Promote(partition, this);
+    }
+
+    /// <summary>Applies every held entry in sequence order, skipping a number nobody holds: its
+    /// sender, the crashed primary, is cut off, so it can never arrive (D5).</summary>
+    void FlushSkippingGaps()
+    {
+        while (_held.Count > 0)
+        {
+            var next = _held.First().Value;
+            _held.Remove(next.Seq);
+            _applied = next.Seq;
+            Apply(next);
+        }
+    }
+
+    /// <summary>A fresh entry number's floor for the copy that takes over: above every entry it holds.</summary>
+    public long LastSeq => _log.Count == 0 ? _applied : Math.Max(_applied, _log.Keys.Max());
+
+    void Send(int otherCopy, object message) =>
+        cluster.Transport.Send(new Envelope(node, cluster.Topology.CopiesOf(partition)[otherCopy], message));
+
+    sealed class Gathering(long epoch, HashSet<int> others, HashSet<int> replying)
+    {
+        public long Epoch { get; } = epoch;
+        public HashSet<int> Others { get; } = others;
+        public HashSet<int> Replying { get; } = replying;
+        /// <summary>Per other survivor: the last entry it applied, and the later ones it holds.</summary>
+        public Dictionary<int, (long Applied, HashSet<long> Holds)> Has { get; } = new();
     }
 }

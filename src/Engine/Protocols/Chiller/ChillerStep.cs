@@ -4,8 +4,8 @@ namespace Contend.Engine.Protocols.Chiller;
 /// Every action a node takes in <c>specs/Chiller/Chiller.tla</c> (the disjuncts of its
 /// <c>Protocol</c>), by the same name: the catalogue of crash points. A run counts the steps it
 /// takes and hands each to an observer as a trace event (transaction, partition, node), and a
-/// crash plan stops the node that takes a given step (<see cref="ChillerCrash"/>). The engine does
-/// not take every one yet: <see cref="ChillerCrashPoints"/> says which.
+/// crash plan stops the node that takes a given step (<see cref="ChillerCrash"/>).
+/// <see cref="ChillerCrashPoints"/> says which the engine takes and which crashes it recovers.
 /// </summary>
 internal enum ChillerStep
 {
@@ -54,23 +54,32 @@ internal enum ChillerStep
     RecoverCoordinator,
 }
 
-/// <summary>Which spec actions the engine takes, and after which of them a crash is tested.</summary>
+/// <summary>Which spec actions the engine takes, and after which of them a crash is recovered.</summary>
 internal static class ChillerCrashPoints
 {
-    /// <summary>The actions of a primary's and a coordinator's recovery: in the spec, not yet in the engine.</summary>
-    public static IReadOnlySet<ChillerStep> NotBuilt { get; } = new HashSet<ChillerStep>
-    {
-        ChillerStep.CloseChannels, ChillerStep.GatherPending, ChillerStep.DecidePending, ChillerStep.ElectPrimary,
-        ChillerStep.RecoveryCommit, ChillerStep.CoordLearnParticipantFailed, ChillerStep.RecoverCoordinator,
-    };
+    /// <summary>In the spec, not yet in the engine: a crashed coordinator's takeover (D7).</summary>
+    public static IReadOnlySet<ChillerStep> NotBuilt { get; } = new HashSet<ChillerStep> { ChillerStep.RecoverCoordinator };
 
     /// <summary>The steps of recovery: taken only when a node has failed.</summary>
-    public static IReadOnlySet<ChillerStep> Recovery { get; } = new HashSet<ChillerStep>(NotBuilt) { ChillerStep.RecoverReplica };
+    public static IReadOnlySet<ChillerStep> Recovery { get; } = new HashSet<ChillerStep>
+    {
+        ChillerStep.RecoverReplica, ChillerStep.CloseChannels, ChillerStep.GatherPending, ChillerStep.DecidePending,
+        ChillerStep.ElectPrimary, ChillerStep.RecoveryCommit, ChillerStep.CoordLearnParticipantFailed, ChillerStep.RecoverCoordinator,
+    };
 
-    /// <summary>Steps taken by a replica: a crash right after each is recovered (RecoverReplica).
-    /// The others are taken by a primary, a coordinator or the cluster manager, whose crashes the
-    /// engine does not recover yet.</summary>
-    public static IReadOnlySet<ChillerStep> Recovered { get; } = new HashSet<ChillerStep> { ChillerStep.ReplicaReceive, ChillerStep.ReplicaApply };
+    /// <summary>Steps after which the node that takes them may stop, and is recovered: a primary's
+    /// (as outer participant and inner host; CoordLockOuter and CoordLockDenied are the outer
+    /// participant's grant and denial), a replica's, and a recovering copy's (its gathering, its
+    /// decision, its election and what it then commits). The others are a coordinator's (whose
+    /// takeover is not built) or the cluster manager's (CloseChannels, RecoverReplica: Zookeeper's,
+    /// in the paper, which does not fail).</summary>
+    public static IReadOnlySet<ChillerStep> Recovered { get; } = new HashSet<ChillerStep>
+    {
+        ChillerStep.CoordLockOuter, ChillerStep.CoordLockDenied, ChillerStep.InnerExecute, ChillerStep.InnerReject,
+        ChillerStep.InnerCommit, ChillerStep.OuterCommit, ChillerStep.OuterRelease,
+        ChillerStep.ReplicaReceive, ChillerStep.ReplicaApply,
+        ChillerStep.GatherPending, ChillerStep.DecidePending, ChillerStep.ElectPrimary, ChillerStep.RecoveryCommit,
+    };
 }
 
 /// <summary>A crash to inject: the node that takes <paramref name="After"/> for the

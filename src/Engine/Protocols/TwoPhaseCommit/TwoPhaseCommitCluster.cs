@@ -202,7 +202,7 @@ internal sealed class TwoPhaseCommitCluster : ISlotCluster, IDisposable
         Time.RunUntil(duration);
         Stopping = true;
         Time.RunUntil(duration + Options.Drain);
-        return new ClusterRunResult(Stats, duration, PartitionedHistory.Merge(_participants.Select(p => p.History)),
+        return new ClusterRunResult(Stats, duration, PartitionedHistory.Merge(_participants.Select(p => new[] { p.History })),
                                     PartitionedHistory.CheckAtomicity(_participants.Select(p => p.Outcomes), _decisions),
                                     PartitionedHistory.Unfinished(_participants.Select(p => p.Unfinished), _coordinators.SelectMany(n => n)), Failures,
                                     Time.Fired, _transport.Sent, _transport.Dropped, _transport.Duplicated, MultiPartitionCommits);
