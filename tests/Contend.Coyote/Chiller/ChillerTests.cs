@@ -19,9 +19,11 @@ namespace Contend.Coyote.Chiller;
 /// replica holds what its primary holds, and the money is all there. The twins: an outer partition
 /// that aborts unilaterally (atomicity), one that releases its locks in step 3 (serializability).
 /// With a replica's crash: the replicas on nodes of their own, one stopped right after it receives
-/// its first entry (in the schedules where one reaches it), and Coyote choosing where its failure's detection and the new view fall among
-/// the other events; the twin host that waits for the removed replica never ends its transactions.
-/// A primary's and a coordinator's crashes are not explored: the engine does not recover them yet.
+/// its first entry (in the schedules where one reaches it), and Coyote choosing where its failure's
+/// detection and the new view fall among the other events; the twin host that waits for the
+/// removed replica never ends its transactions. With a primary's crash (<see cref="RunPrimaryCrash"/>):
+/// its recovery, and the twins that commit on send or decide before gathering. A coordinator's
+/// crash is not explored: the engine does not recover it yet.
 /// </summary>
 public static class ChillerTests
 {
@@ -39,9 +41,10 @@ public static class ChillerTests
     ];
 
     /// <summary>Partition 0's primary stops right after its first <paramref name="after"/>, the
-    /// copies of each partition on nodes of their own, the coordinators on a node of their own; its channels close
-    /// before its last messages have all landed, and Coyote orders the deliveries, the gathering and
-    /// the election among the other events. Checked as above, and that the crash was recovered.</summary>
+    /// copies of each partition on nodes of their own, the coordinators on a node of their own; its
+    /// channels close before its last messages have all landed, and Coyote orders the deliveries,
+    /// the gathering and the election among the other events. Checked as above, and that the crash
+    /// was recovered.</summary>
     static Task RunPrimaryCrash(ChillerMutants mutants, ChillerStep after, int replicas)
     {
         var choices = Generator.Create();

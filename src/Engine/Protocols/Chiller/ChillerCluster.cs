@@ -94,7 +94,8 @@ internal sealed record ChillerRunResult(ClusterRunResult Run, IReadOnlyList<stri
 /// Chiller over a simulated cluster: every partition's primary and replicas, every node's
 /// coordinators, the transport and the clock, in one thread on <see cref="SimulatedTime"/>, so the
 /// same options and seed give the same run, event for event. Nodes stop only as
-/// <see cref="ChillerOptions.Crashes"/> says, and only replicas' crashes are recovered so far.
+/// <see cref="ChillerOptions.Crashes"/> says; a replica's and a primary's crashes are recovered,
+/// a coordinator's not yet.
 /// </summary>
 internal static class ChillerSimulation
 {
@@ -116,8 +117,8 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
 {
     readonly Database[] _databases;
     readonly ChillerPrimary[] _primaries;
-    /// <summary>Per partition, every primary it has had, the current one last (their logs and
-    /// histories outlive them), and the history of what recovery committed.</summary>
+    /// <summary>Per partition, every primary it has had, the current one last (their outcome logs
+    /// and histories outlive them).</summary>
     readonly List<ChillerPrimary>[] _allPrimaries;
     /// <summary>Per partition, the replicas that took over, whose logs hold what recovery committed.</summary>
     readonly List<ChillerReplica>[] _takenOver;
