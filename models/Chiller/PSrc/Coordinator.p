@@ -1,7 +1,9 @@
 // A transaction's coordinator: step 3 locks its outer partitions one by one (NO_WAIT), step 4
 // delegates the inner region and waits for every configured replica of the inner partition to
 // notify (D6: the host itself when none is left), or for the host's rejection; step 5 sends the
-// outcome to every outer partition it locked and waits for each to apply it.
+// outcome to every outer partition it locked and waits for each to apply it. One allowed to fail
+// may stop right after any step it takes; the partitions then learn its outcome from the inner
+// host (Primary's RecoverCoordinator).
 machine Coordinator {
   var cfg: Config;
   var t: int;
@@ -14,11 +16,12 @@ machine Coordinator {
   var notified: set[int];
   var waiting: set[int];
   var commit: bool;
+  var manager: machine;
 
   start state Init {
-    entry (a: (cfg: Config, t: int, primaries: seq[machine])) {
+    entry (a: (cfg: Config, t: int, primaries: seq[machine], manager: machine)) {
       var p: int; var c: int;
-      cfg = a.cfg; t = a.t; primaries = a.primaries; txn = cfg.txns[t];
+      cfg = a.cfg; t = a.t; primaries = a.primaries; txn = cfg.txns[t]; manager = a.manager;
       while (p < cfg.parts) {
         if (p != txn.inner && sizeof(KeysOn(p)) > 0) { outer += (sizeof(outer), p); }
         p = p + 1;
@@ -33,6 +36,7 @@ machine Coordinator {
     entry {
       if (pos == sizeof(outer)) { goto Delegated; }
       send primaries[outer[pos]], eLockOuter, (t = t, coord = this, ks = KeysOn(outer[pos]));
+      if (MayStop()) { goto Crashed; }
     }
     on eLocked do (r: (p: int, ok: bool)) {
       if (r.ok) {
@@ -49,6 +53,7 @@ machine Coordinator {
   state Delegated {
     entry {
       send primaries[txn.inner], eDelegate, (t = t, coord = this, ks = KeysOn(txn.inner), writes = WritesOn(txn.inner), mayAbort = txn.mayAbort);
+      if (MayStop()) { goto Crashed; }
     }
     on eNotify do (n: (t: int, copy: int)) { notified += (n.copy); TryLearnCommit(); }
     on eInnerAbort do { commit = false; goto Finishing; }
@@ -59,9 +64,11 @@ machine Coordinator {
     entry {
       var p: int;
       announce eCoordDecided, (t = t, commit = commit);
+      if (MayStop()) { goto Crashed; }
       waiting = locked;
       foreach (p in locked) {
         send primaries[p], eOuterDecision, (t = t, commit = commit, writes = WritesOn(p), coord = this);
+        if (MayStop()) { goto Crashed; }
       }
       if (sizeof(waiting) == 0) { goto Done; }
     }
@@ -77,6 +84,17 @@ machine Coordinator {
     entry { announce eTxnEnded, t; }
     ignore eNotify, eInnerAbort, eView, eOuterDone;
   }
+
+  // Crash-stop: it handles nothing more; the manager cuts it off.
+  state Crashed {
+    entry {
+      announce eCoordStopped, t;
+      send manager, eCoordCrashed, t;
+    }
+    ignore eLocked, eNotify, eInnerAbort, eView, eOuterDone;
+  }
+
+  fun MayStop(): bool { return t in cfg.coordMayCrash && $; }
 
   fun OnView(v: (p: int, replicas: set[int])) {
     if (v.p == txn.inner) { replicas = v.replicas; }

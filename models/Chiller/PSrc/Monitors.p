@@ -48,20 +48,37 @@ spec ReplicaAgreement observes eLogged, eApplied {
   }
 }
 
-// TerminationProp: every transaction's coordinator finishes.
-spec Termination observes eConfig, eTxnEnded {
+// TerminationProp: every transaction's coordinator finishes, or crashes (then SharesEnd).
+spec Termination observes eConfig, eTxnEnded, eCoordStopped {
   var left: int;
   start state Init {
     on eConfig goto Running with (c: Config) { left = sizeof(c.txns); }
   }
   hot state Running {
-    on eTxnEnded do (t: int) {
+    on eTxnEnded, eCoordStopped do (t: int) {
       left = left - 1;
       if (left == 0) { goto Finished; }
     }
   }
   cold state Finished {
-    ignore eTxnEnded;
+    ignore eTxnEnded, eCoordStopped;
+  }
+}
+
+// TerminationProp for the partitions: every share a partition opened (locks granted, or a
+// delegation taken) it eventually ends, a crashed coordinator's too.
+spec SharesEnd observes eShareOpened, eOutcome {
+  var open: set[(int, int)];
+  start cold state Idle {
+    on eShareOpened do (s: (t: int, p: int)) { open += ((s.t, s.p)); goto Open; }
+    ignore eOutcome;
+  }
+  hot state Open {
+    on eShareOpened do (s: (t: int, p: int)) { open += ((s.t, s.p)); }
+    on eOutcome do (o: (t: int, p: int, committed: bool)) {
+      open -= ((o.t, o.p));
+      if (sizeof(open) == 0) { goto Idle; }
+    }
   }
 }
 
@@ -69,6 +86,13 @@ spec Termination observes eConfig, eTxnEnded {
 spec CommitReachable observes eCoordDecided {
   start state Watching {
     on eCoordDecided do (d: (t: int, commit: bool)) { assert !d.commit, format("CommitReachable: transaction {0} committed", d.t); }
+  }
+}
+
+// A crashed coordinator's transaction committed by its successor.
+spec TakeoverCommitReachable observes eTakenOver {
+  start state Watching {
+    on eTakenOver do (x: (t: int, p: int, commit: bool)) { assert !x.commit, format("TakeoverCommitReachable: the inner host of transaction {0} committed it for its crashed coordinator", x.t); }
   }
 }
 

@@ -42,16 +42,18 @@ machine Replica {
   fun MayStop(): bool { return (p, copy) in cfg.mayCrash && $; }
 }
 
-// The cluster manager: removes a crashed replica from its partition's configuration.
+// The cluster manager: removes a crashed replica from its partition's configuration
+// (RecoverReplica), and cuts a crashed coordinator off (CloseChannels).
 machine Manager {
   var config: map[int, set[int]];
   var watchers: seq[machine];
+  var primaries: seq[machine];
 
   start state Init {
-    defer eCrashed;
-    on eWatchers goto Serving with (a: (cfg: Config, watchers: seq[machine])) {
+    defer eCrashed, eCoordCrashed;
+    on eWatchers goto Serving with (a: (cfg: Config, watchers: seq[machine], primaries: seq[machine])) {
       var p: int; var c: int;
-      watchers = a.watchers;
+      watchers = a.watchers; primaries = a.primaries;
       while (p < a.cfg.parts) {
         config[p] = default(set[int]);
         c = 1;
@@ -67,7 +69,11 @@ machine Manager {
       config[x.p] -= (x.copy);
       while (i < sizeof(watchers)) { send watchers[i], eView, (p = x.p, replicas = config[x.p]); i = i + 1; }
     }
+    on eCoordCrashed do (t: int) {
+      var i: int;
+      while (i < sizeof(primaries)) { send primaries[i], eCoordLost, t; i = i + 1; }
+    }
   }
 }
 
-event eWatchers: (cfg: Config, watchers: seq[machine]);
+event eWatchers: (cfg: Config, watchers: seq[machine], primaries: seq[machine]);

@@ -19,10 +19,16 @@ fun ThreeCrossing(): seq[TxnSpec] {
   return s;
 }
 
-fun NoMutants(): Mutants { return (outerUnilateralAbort = false, waitForCutOffReplica = false); }
+fun NoMutants(): Mutants { return (outerUnilateralAbort = false, waitForCutOffReplica = false, participantTakesOver = false); }
 
 fun Cfg(copies: int, mayCrash: set[(int, int)], m: Mutants): Config {
-  return (txns = ThreeCrossing(), partOf = PartOf(), parts = 2, copies = copies, mayCrash = mayCrash, mutants = m);
+  return (txns = ThreeCrossing(), partOf = PartOf(), parts = 2, copies = copies, mayCrash = mayCrash, coordMayCrash = default(set[int]), mutants = m);
+}
+
+// Every coordinator may crash after any step it takes.
+fun CoordCrashes(c: Config): Config {
+  c.coordMayCrash += (0); c.coordMayCrash += (1); c.coordMayCrash += (2);
+  return c;
 }
 
 fun Launch(cfg: Config) {
@@ -36,15 +42,15 @@ fun Launch(cfg: Config) {
     replicas = default(map[int, machine]);
     c = 1;
     while (c < cfg.copies) { replicas[c] = new Replica((cfg = cfg, p = p, copy = c, manager = manager)); c = c + 1; }
-    send primaries[p], eReplicaMachines, (cfg = cfg, p = p, replicas = replicas);
+    send primaries[p], eReplicaMachines, (cfg = cfg, p = p, replicas = replicas, primaries = primaries);
     watchers += (sizeof(watchers), primaries[p]);
     p = p + 1;
   }
   while (t < sizeof(cfg.txns)) {
-    watchers += (sizeof(watchers), new Coordinator((cfg = cfg, t = t, primaries = primaries)));
+    watchers += (sizeof(watchers), new Coordinator((cfg = cfg, t = t, primaries = primaries, manager = manager)));
     t = t + 1;
   }
-  send manager, eWatchers, (cfg = cfg, watchers = watchers);
+  send manager, eWatchers, (cfg = cfg, watchers = watchers, primaries = primaries);
 }
 
 fun Crash1(): set[(int, int)] { var s: set[(int, int)]; s += ((0, 1)); return s; }
@@ -60,11 +66,21 @@ machine TestMutantWaitForCutOffReplica {
   start state Init { entry { var m: Mutants; m = NoMutants(); m.waitForCutOffReplica = true; Launch(Cfg(2, Crash1(), m)); } }
 }
 
-test tcTwoCopies [main=TestTwoCopies]: assert Atomicity, ReplicaAgreement, Termination in { TestTwoCopies, Coordinator, Primary, Replica, Manager };
-test tcReplicaCrash [main=TestReplicaCrash]: assert Atomicity, ReplicaAgreement, Termination in { TestReplicaCrash, Coordinator, Primary, Replica, Manager };
-test tcTwoReplicaCrashes [main=TestTwoReplicaCrashes]: assert Atomicity, ReplicaAgreement, Termination in { TestTwoReplicaCrashes, Coordinator, Primary, Replica, Manager };
-test tcMutantOuterUnilateralAbort [main=TestMutantOuterUnilateralAbort]: assert Atomicity, ReplicaAgreement, Termination in { TestMutantOuterUnilateralAbort, Coordinator, Primary, Replica, Manager };
-test tcMutantWaitForCutOffReplica [main=TestMutantWaitForCutOffReplica]: assert Atomicity, ReplicaAgreement, Termination in { TestMutantWaitForCutOffReplica, Coordinator, Primary, Replica, Manager };
+machine TestCoordinatorCrash { start state Init { entry { Launch(CoordCrashes(Cfg(2, default(set[(int, int)]), NoMutants()))); } } }
+machine TestCoordinatorAndReplicaCrash { start state Init { entry { Launch(CoordCrashes(Cfg(2, Crash1(), NoMutants()))); } } }
+machine TestMutantParticipantTakesOver {
+  start state Init { entry { var m: Mutants; m = NoMutants(); m.participantTakesOver = true; Launch(CoordCrashes(Cfg(2, default(set[(int, int)]), m))); } }
+}
+
+test tcTwoCopies [main=TestTwoCopies]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestTwoCopies, Coordinator, Primary, Replica, Manager };
+test tcReplicaCrash [main=TestReplicaCrash]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestReplicaCrash, Coordinator, Primary, Replica, Manager };
+test tcTwoReplicaCrashes [main=TestTwoReplicaCrashes]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestTwoReplicaCrashes, Coordinator, Primary, Replica, Manager };
+test tcMutantOuterUnilateralAbort [main=TestMutantOuterUnilateralAbort]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestMutantOuterUnilateralAbort, Coordinator, Primary, Replica, Manager };
+test tcMutantWaitForCutOffReplica [main=TestMutantWaitForCutOffReplica]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestMutantWaitForCutOffReplica, Coordinator, Primary, Replica, Manager };
 test tcTwoCopiesCommitReachable [main=TestTwoCopies]: assert CommitReachable in { TestTwoCopies, Coordinator, Primary, Replica, Manager };
 test tcReplicaCrashReachable [main=TestReplicaCrash]: assert ReplicaCrashReachable in { TestReplicaCrash, Coordinator, Primary, Replica, Manager };
 test tcTwoReplicaCrashesReachable [main=TestTwoReplicaCrashes]: assert ReplicaCrashReachable in { TestTwoReplicaCrashes, Coordinator, Primary, Replica, Manager };
+test tcCoordinatorCrash [main=TestCoordinatorCrash]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestCoordinatorCrash, Coordinator, Primary, Replica, Manager };
+test tcCoordinatorAndReplicaCrash [main=TestCoordinatorAndReplicaCrash]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestCoordinatorAndReplicaCrash, Coordinator, Primary, Replica, Manager };
+test tcMutantParticipantTakesOver [main=TestMutantParticipantTakesOver]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestMutantParticipantTakesOver, Coordinator, Primary, Replica, Manager };
+test tcCoordinatorCrashTakeoverReachable [main=TestCoordinatorCrash]: assert TakeoverCommitReachable in { TestCoordinatorCrash, Coordinator, Primary, Replica, Manager };

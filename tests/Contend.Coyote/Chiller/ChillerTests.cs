@@ -22,8 +22,10 @@ namespace Contend.Coyote.Chiller;
 /// its first entry (in the schedules where one reaches it), and Coyote choosing where its failure's
 /// detection and the new view fall among the other events; the twin host that waits for the
 /// removed replica never ends its transactions. With a primary's crash (<see cref="RunPrimaryCrash"/>):
-/// its recovery, and the twins that commit on send or decide before gathering. A coordinator's
-/// crash is not explored: the engine does not recover it yet.
+/// its recovery, and the twins that commit on send or decide before gathering. With a
+/// coordinator's crash (<see cref="RunCoordinatorCrash"/>): its takeover by the inner partition's
+/// primary, alone and with the node's own primary, and the twin outer participant that decides
+/// alone.
 /// </summary>
 public static class ChillerTests
 {
@@ -38,7 +40,39 @@ public static class ChillerTests
         new("ChillerPrimaryCrashAfterCommit", () => RunPrimaryCrash(ChillerMutants.None, ChillerStep.InnerCommit, replicas: 2), Iterations: 2_500),
         new("ChillerPrimaryCrashTwinDecideBeforeGather", () => RunPrimaryCrash(ChillerMutants.DecideBeforeGather, ChillerStep.InnerExecute, replicas: 3), CaughtBy: "Chiller"),
         new("ChillerPrimaryCrashTwinHostCommitsOnSend", () => RunPrimaryCrash(ChillerMutants.HostCommitsOnSend, ChillerStep.InnerCommit, replicas: 2), CaughtBy: "Chiller"),
+        new("ChillerCoordinatorCrash", () => RunCoordinatorCrash(ChillerMutants.None, ChillerStep.CoordLearnCommit, withPrimary: false), Iterations: 2_500),
+        new("ChillerCoordinatorCrashAfterDelegate", () => RunCoordinatorCrash(ChillerMutants.None, ChillerStep.CoordDelegate, withPrimary: false), Iterations: 2_500),
+        new("ChillerCoordinatorAndPrimaryCrash", () => RunCoordinatorCrash(ChillerMutants.None, ChillerStep.CoordDelegate, withPrimary: true), Iterations: 2_500),
+        new("ChillerCoordinatorCrashTwinOuterParticipantTakesOver", () => RunCoordinatorCrash(ChillerMutants.OuterParticipantTakesOver, ChillerStep.CoordLearnCommit, withPrimary: false), CaughtBy: "atomicity"),
     ];
+
+    /// <summary>A coordinator's node stops right after its first <paramref name="after"/>: with
+    /// <paramref name="withPrimary"/>, node 0, which also serves partition 0 (the default placement,
+    /// coordinators where primaries serve); otherwise node 4, one of two nodes that only coordinate.
+    /// Two copies of each partition on nodes of their own; Coyote orders the deliveries, the failure's
+    /// detection and the takeover among the other events. Checked as above, and, with the primary,
+    /// that its partition elected another.</summary>
+    static Task RunCoordinatorCrash(ChillerMutants mutants, ChillerStep after, bool withPrimary)
+    {
+        var choices = Generator.Create();
+        var bank = new Bank(accounts: 6, hot: 2);
+        var lookup = new ChillerLookup(new HashPartitionMap(2)).MarkHot(0, 0).MarkHot(0, 1);
+        var options = new ChillerOptions(new ClusterTopology(nodes: withPrimary ? 4 : 6, partitions: 2, replicas: 2, replicasApart: true), lookup, Seed: 5, SlotsPerNode: 3)
+        {
+            CoordinatorNodes = withPrimary ? null : [4, 5],
+            Crashes = [new ChillerCrash(after, 1, Node: withPrimary ? 0 : 4)],
+            DetectionDelay = TimeSpan.FromMicroseconds(10),
+            Faults = NetworkFaults.Delay(TimeSpan.FromMicroseconds(20)),
+            Drain = TimeSpan.FromMilliseconds(5),
+            Explorer = choices.NextInteger,
+            Mutants = mutants,
+        };
+        long sum = 0;
+        var r = ChillerSimulation.Run(bank, options, TimeSpan.FromMicroseconds(800), dbs => sum = Bank.Sum(dbs));
+        Check(r, mutants, sum, bank);
+        Specification.Assert(!withPrimary || r.Crashed.Count == 0 || r.Steps[ChillerStep.ElectPrimary] == 1, "Chiller: the primary's crash was not recovered");
+        return Task.CompletedTask;
+    }
 
     /// <summary>Partition 0's primary stops right after its first <paramref name="after"/>, the
     /// copies of each partition on nodes of their own, the coordinators on a node of their own; its

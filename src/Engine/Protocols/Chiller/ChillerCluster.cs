@@ -23,7 +23,8 @@ internal sealed record ChillerOptions(ClusterTopology Topology, ChillerLookup Lo
     /// <summary>Null: the run follows the network's delays; otherwise a systematic tester's choice
     /// of the next few deliveries (<see cref="SimulatedTime"/>'s explorer).</summary>
     public Func<int, int>? Explorer { get; init; }
-    /// <summary>Called at every step with its transaction and partition: a trace of the run.</summary>
+    /// <summary>Called at every step with its transaction and partition (-1 for a crashed node that
+    /// held no copy): a trace of the run.</summary>
     public Action<ChillerStep, long, int>? Observer { get; init; }
 
     /// <summary>Nodes to stop, each right after a given step (crash-stop: a stopped node never returns).</summary>
@@ -31,8 +32,7 @@ internal sealed record ChillerOptions(ClusterTopology Topology, ChillerLookup Lo
     /// <summary>Null: nodes work in no time. Otherwise each node's workers and what a message and
     /// an op cost them (<see cref="NodeWorkers"/>).</summary>
     public CpuModel? Cpu { get; init; }
-    /// <summary>The nodes that coordinate transactions; null: every node that holds a primary.
-    /// A node that may crash must coordinate nothing (a coordinator's recovery is not built).</summary>
+    /// <summary>The nodes that coordinate transactions; null: every node that holds a primary.</summary>
     public IReadOnlyList<int>? CoordinatorNodes { get; init; }
     /// <summary>How long after a node stops the failure detector suspects it (a lease's length).</summary>
     public TimeSpan DetectionDelay { get; init; } = TimeSpan.FromMicroseconds(500);
@@ -64,7 +64,7 @@ internal sealed record ChillerOptions(ClusterTopology Topology, ChillerLookup Lo
         foreach (var crash in Crashes)
         {
             if (!ChillerCrashPoints.Recovered.Contains(crash.After))
-                throw new ArgumentException($"chiller: a crash after {crash.After}: the node that takes it is a coordinator or the cluster manager, whose recovery is not built yet (crashes after {string.Join(", ", ChillerCrashPoints.Recovered)} are)", nameof(Crashes));
+                throw new ArgumentException($"chiller: a crash after {crash.After}: that step is the cluster manager's, which the paper takes to be fault tolerant (Zookeeper); crashes after {string.Join(", ", ChillerCrashPoints.Recovered)} are recovered", nameof(Crashes));
             if (crash.Occurrence < 1) throw new ArgumentOutOfRangeException(nameof(Crashes), $"chiller: a crash after occurrence {crash.Occurrence} of {crash.After}: occurrences count from 1");
             if (crash.Node is int n && (uint)n >= (uint)Topology.Nodes) throw new ArgumentOutOfRangeException(nameof(Crashes), $"chiller: a crash of node {n}, but nodes are 0..{Topology.Nodes - 1}");
         }
@@ -94,8 +94,8 @@ internal sealed record ChillerRunResult(ClusterRunResult Run, IReadOnlyList<stri
 /// Chiller over a simulated cluster: every partition's primary and replicas, every node's
 /// coordinators, the transport and the clock, in one thread on <see cref="SimulatedTime"/>, so the
 /// same options and seed give the same run, event for event. Nodes stop only as
-/// <see cref="ChillerOptions.Crashes"/> says; a replica's and a primary's crashes are recovered,
-/// a coordinator's not yet.
+/// <see cref="ChillerOptions.Crashes"/> says; a replica's, a primary's and a coordinator's crashes
+/// are recovered.
 /// </summary>
 internal static class ChillerSimulation
 {
@@ -223,6 +223,14 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
     /// <summary>The outcome a coordinator learned, the log the atomicity check reads.</summary>
     public void Decided(long txn, bool commit) => _decisions.Add(txn, commit);
 
+    /// <summary>The outcome a crashed coordinator's successor decided: the coordinator's, if it had
+    /// decided before it stopped, or an atomicity violation.</summary>
+    public void DecidedBySuccessor(long txn, bool commit, int node)
+    {
+        if (!_decisions.TryAdd(txn, commit) && _decisions[txn] != commit)
+            _outcomeConflicts.Add($"{ClusterTxnId.Describe(txn)}: its coordinator decided {(commit ? "abort" : "commit")}, and the node that took it over (node {node}) {(commit ? "commit" : "abort")}");
+    }
+
     /// <summary>Step <paramref name="step"/> taken by <paramref name="node"/>: counted, traced, and
     /// the node stopped right after it if the crash plan says so.</summary>
     public void Trace(ChillerStep step, long txn, int partition, int node)
@@ -237,8 +245,6 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
     void Crash(int node)
     {
         if (_down[node]) return;
-        if (_coordinators[node].Length > 0)
-            throw new InvalidOperationException($"chiller: node {node} stops, but it coordinates transactions, and a coordinator's recovery is not built yet (ChillerOptions.CoordinatorNodes)");
         _down[node] = true;
         Crashed.Add((node, Time.Elapsed));
         _membership.ReportDown(node, Recover);
@@ -254,10 +260,19 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
     /// its channels closed and the copy out of its partition's configuration, in one view. A
     /// primary (or the candidate of a recovery under way): CloseChannels, its channels closed and its
     /// partition recovering; the first survivor then gathers, decides and takes over
-    /// (<see cref="ChillerReplica.OnView"/>, <see cref="Promote"/>), each its own step.
+    /// (<see cref="ChillerReplica.OnView"/>, <see cref="Promote"/>), each its own step. A
+    /// coordinator: CloseChannels, and the partitions holding shares of its transactions ask the
+    /// node Section 5.2 names (RecoverCoordinator, <see cref="ChillerPrimary"/>).
     /// </summary>
     void Recover(int node)
     {
+        bool coordinates = _coordinators[node].Length > 0;
+        if (!Topology.CopiesOn(node).Any())
+        {
+            _membership.Propose(v => v with { Epoch = v.Epoch + 1, CutOff = new HashSet<int>(v.CutOff) { node } });
+            Trace(ChillerStep.CloseChannels, 0, -1, node);
+            return;
+        }
         var (partition, copy) = Topology.CopiesOn(node).Single();
         var view = _membership.Current;
         int index = Array.IndexOf(view.Configuration[partition], copy);
@@ -272,7 +287,8 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
             Configuration = v.Configuration.Select((copies, p) => p == partition ? survivors : copies).ToArray(),
             Recovering = serving ? new HashSet<int>(v.Recovering) { partition } : v.Recovering,
         });
-        Trace(serving ? ChillerStep.CloseChannels : ChillerStep.RecoverReplica, 0, partition, node);
+        if (!serving) Trace(ChillerStep.RecoverReplica, 0, partition, node);
+        if (serving || coordinates) Trace(ChillerStep.CloseChannels, 0, partition, node);
     }
 
     /// <summary>ElectPrimary: <paramref name="replica"/>, which has gathered and applied every pending
@@ -340,6 +356,7 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
             case Delegate m: ToPrimary(node, m.Partition, e); break;
             case ReplicaAck m: ToPrimary(node, m.Partition, e); break;
             case OuterDecision m: ToPrimary(node, m.Partition, e); break;
+            case AskOutcome m: ToPrimary(node, m.Partition, e); break;
             case Replicate m: ToReplica(node, m.Partition, e); break;
             case GatherRequest m: ToReplica(node, m.Partition, e); break;
             case GatherReply m: ToReplica(node, m.Partition, e); break;
@@ -389,10 +406,12 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
         Time.RunUntil(duration);
         Stopping = true;
         Time.RunUntil(duration + Options.Drain);
+        var outcomes = Enumerable.Range(0, Topology.Partitions).Select(PartitionOutcomes).ToList();
         var run = new ClusterRunResult(Stats, duration,
                                        PartitionedHistory.Merge(Enumerable.Range(0, Topology.Partitions).Select(p => _allPrimaries[p].Select(x => x.History).Append(RecoveredHistory(p)))),
-                                       PartitionedHistory.CheckAtomicity(Enumerable.Range(0, Topology.Partitions).Select(PartitionOutcomes), _decisions).Concat(_outcomeConflicts).ToList(),
-                                       PartitionedHistory.Unfinished(_primaries.Select(p => p.Unfinished), _coordinators.SelectMany(n => n)), Failures,
+                                       PartitionedHistory.CheckAtomicity(outcomes, WithUndecided(outcomes)).Concat(_outcomeConflicts).ToList(),
+                                       // A stopped node's slots never end; their transactions must end at every partition.
+                                       PartitionedHistory.Unfinished(_primaries.Select(p => p.Unfinished), _coordinators.Where((_, n) => !_down[n]).SelectMany(n => n)), Failures,
                                        Time.Fired, _transport.Sent, _transport.Dropped, _transport.Duplicated, MultiPartitionCommits);
         var steps = Enum.GetValues<ChillerStep>().ToDictionary(s => s, s => _steps[(int)s]);
         return new ChillerRunResult(run, CheckReplicas(), InnerCommits, MultiPartitionCommits, DeferredBodies, LogEntries, steps, Crashed);
@@ -409,6 +428,20 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
         foreach (var entry in _takenOver[p].SelectMany(r => r.InnerEntries))
             if (recorded.Add(entry.Txn)) recorder.Add(new CommittedTxn(entry.Txn, entry.Program ?? "", entry.Accesses ?? []));
         return recorder;
+    }
+
+    /// <summary>The decisions, and for each transaction a stopped coordinator never decided and no
+    /// successor was asked about (nobody held a share that needed its outcome), the one its inner
+    /// host made: commit if a partition committed it (the inner commit is its serialization point),
+    /// so that any partition that aborted it is an atomicity violation.</summary>
+    Dictionary<long, bool> WithUndecided(List<IReadOnlyDictionary<long, bool>> outcomes)
+    {
+        var decisions = new Dictionary<long, bool>(_decisions);
+        foreach (var partition in outcomes)
+            foreach (var (txn, committed) in partition)
+                if (_down[ClusterTxnId.NodeOf(txn)] && !_decisions.ContainsKey(txn))
+                    decisions[txn] = committed || decisions.GetValueOrDefault(txn);
+        return decisions;
     }
 
     /// <summary>What partition <paramref name="p"/> ended, over all its primaries; a primary that

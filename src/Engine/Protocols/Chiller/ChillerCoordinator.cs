@@ -52,8 +52,13 @@ internal sealed class ChillerCoordinator : SlotCoordinator
         _heldFor = new object?[cluster.Topology.Partitions];
     }
 
+    /// <summary>This node has stopped (crash-stop): its slots take no further step, not even a
+    /// timer's; the inner partition's primary takes their transactions over (RecoverCoordinator).</summary>
+    bool Stopped => _cluster.IsDown(Node);
+
     protected override void BeginAttempt()
     {
+        if (Stopped) return;
         Array.Clear(_touched);
         Array.Clear(_waiting);
         Array.Clear(_inserts);
@@ -94,7 +99,7 @@ internal sealed class ChillerCoordinator : SlotCoordinator
             _elsewhere = true;
             if (o.Mode == Programs.AccessMode.Insert) _inserts[partition] = true;
         }
-        Send(partition, new LockOuter(Txn, partition, Ctx.Timestamp, program.Name, op, key, _regions.IsDeferred(op),
+        Send(partition, new LockOuter(Txn, partition, _regions.Host, Ctx.Timestamp, program.Name, op, key, _regions.IsDeferred(op),
                                       Ctx.Args.AsSpan(0, program.ArgCount).ToArray(), Ctx.Results.AsSpan(0, program.Ops.Length).ToArray()));
     }
 
@@ -163,11 +168,13 @@ internal sealed class ChillerCoordinator : SlotCoordinator
                 // The host this attempt was delegated to crashed: recovery decided from the survivors.
                 if (m.CommittedInner.Contains(Txn)) break;
                 _cluster.Trace(ChillerStep.CoordLearnAbort, Txn, m.Partition, Node);
+                if (Stopped) return;
                 _touched[_regions.Host] = false;
                 Decide(commit: false, AbortReason.NoReply);
                 break;
             case InnerAborted m when m.Txn == Txn && _phase == Phase.Delegated:
                 _cluster.Trace(ChillerStep.CoordLearnAbort, Txn, m.Partition, Node);
+                if (Stopped) return;
                 // The host ended its share, the outer locks it held with it.
                 _touched[_regions.Host] = false;
                 _failure = m.Failure;
@@ -184,7 +191,7 @@ internal sealed class ChillerCoordinator : SlotCoordinator
     void LearnCommit()
     {
         _cluster.Trace(ChillerStep.CoordLearnCommit, Txn, _regions.Host, Node);
-        Decide(commit: true, AbortReason.None);
+        if (!Stopped) Decide(commit: true, AbortReason.None);
     }
 
     /// <summary>D6: every copy of the inner partition in the configuration other than the host the
@@ -213,6 +220,7 @@ internal sealed class ChillerCoordinator : SlotCoordinator
                 if (_touched[p] && _sentTo[p] >= 0 && view.PrimaryCopy(p) != _sentTo[p])
                 {
                     _cluster.Trace(ChillerStep.CoordLearnParticipantFailed, Txn, p, Node);
+                    if (Stopped) return;
                     _failure = null;
                     Array.Clear(_waiting);
                     _waitingCount = 0;
@@ -256,7 +264,7 @@ internal sealed class ChillerCoordinator : SlotCoordinator
     {
         _cluster.Trace(ChillerStep.CoordFinish, Txn, _regions.Host, Node);
         _phase = Phase.Idle;
-        Finish(_commit, _reason, _failure, _elsewhere);
+        if (!Stopped) Finish(_commit, _reason, _failure, _elsewhere);
     }
 
     /// <summary>To the partition's primary as this node's view has it; while the partition recovers,

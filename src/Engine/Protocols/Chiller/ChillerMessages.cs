@@ -6,8 +6,10 @@ namespace Contend.Engine.Protocols.Chiller;
 // spec's D1) and answered or dropped. A program travels by name, found in each node's catalogue.
 
 /// <summary>CoordLockOuter: the coordinator asks a partition's primary to lock op
-/// <paramref name="Op"/>'s row (NO_WAIT), and, unless <paramref name="Deferred"/>, to run its body.</summary>
-internal sealed record LockOuter(long Txn, int Partition, long Timestamp, string Program, int Op, long Key, bool Deferred, long[] Args, long[] Results);
+/// <paramref name="Op"/>'s row (NO_WAIT), and, unless <paramref name="Deferred"/>, to run its body.
+/// <paramref name="Host"/> is the inner region's partition: where the share asks for the outcome
+/// if the coordinator fails (<see cref="AskOutcome"/>).</summary>
+internal sealed record LockOuter(long Txn, int Partition, int Host, long Timestamp, string Program, int Op, long Key, bool Deferred, long[] Args, long[] Results);
 
 /// <summary>The primary's answer: locked (<paramref name="Reason"/> None, the body's result) or
 /// denied (CoordLockDenied), and why; <paramref name="Failure"/> when a body threw.</summary>
@@ -45,9 +47,9 @@ internal enum EntryKind : byte
 }
 
 /// <summary>An outer share as its log entry keeps it, enough for a copy that takes over to hold
-/// it again: the program and its inputs, the ops locked here with their keys (inserts among
+/// it again: the program, the inner region's partition, the inputs, the ops locked here with their keys (inserts among
 /// them, claimed at prepare), which of them are deferred, and the rows written so far.</summary>
-internal sealed record ShareImage(string Program, long Timestamp, long[] Args, long[] Results, int[] Ops, long[] Keys, ulong Deferred, RowImage[] Written);
+internal sealed record ShareImage(string Program, int Host, long Timestamp, long[] Args, long[] Results, int[] Ops, long[] Keys, ulong Deferred, RowImage[] Written);
 
 /// <summary>The partition's log entry <paramref name="Seq"/> to one of its replicas.</summary>
 internal sealed record Replicate(long Txn, int Partition, int Copy, long Seq, EntryKind Kind, RowImage[] Rows,
@@ -86,6 +88,14 @@ internal sealed record InnerAborted(long Txn, int Partition, AbortReason Reason,
 /// <summary>OuterCommit or OuterRelease: the coordinator's outcome to an outer partition, with
 /// every result the deferred bodies may read.</summary>
 internal sealed record OuterDecision(long Txn, int Partition, bool Commit, long[] Results);
+
+/// <summary>RecoverCoordinator's question: the coordinator of <paramref name="Txn"/> is cut off,
+/// and partition <paramref name="Asker"/> holds a share of it; the primary of the inner region's
+/// partition <paramref name="Partition"/>, the node Section 5.2 names as the new coordinator (the
+/// inner host, or the copy that took over from it), answers from its own log with an
+/// <see cref="OuterDecision"/>: commit if it committed the inner region, abort if it rejected it
+/// or never received it.</summary>
+internal sealed record AskOutcome(long Txn, int Partition, int Asker);
 
 /// <summary>The outer partition has applied the outcome (its writes on every copy first).</summary>
 internal sealed record OuterDone(long Txn, int Partition);

@@ -27,4 +27,10 @@ internal enum ChillerMutants
     /// from its own log without gathering the other survivors' (D9); an entry only another survivor
     /// received is then lost on one copy and kept on another.</summary>
     DecideBeforeGather = 16,
+    /// <summary>Takeover by an outer participant: a partition holding a share of a transaction whose
+    /// coordinator is cut off decides it alone (aborts and releases) instead of asking the node
+    /// Section 5.2 names; the inner host may have committed it (atomicity fails). The code's form
+    /// of the spec's MutantOuterRelease (ChillerMutantOuterUnilateralAbort) after a coordinator's
+    /// crash, which RecoverCoordinator's D7 rules out.</summary>
+    OuterParticipantTakesOver = 32,
 }

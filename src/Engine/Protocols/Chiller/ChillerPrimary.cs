@@ -36,10 +36,19 @@ internal sealed class ChillerPrimary
     readonly Dictionary<long, Share> _live = new();
     readonly Stack<Share> _free = new();
     readonly Dictionary<long, bool> _outcomes = new();
-    readonly MutantFlag _abortsUnilaterally, _releasesEarly, _waitsForRemoved, _commitsOnSend;
+    readonly MutantFlag _abortsUnilaterally, _releasesEarly, _waitsForRemoved, _commitsOnSend, _participantTakesOver;
     /// <summary>Every inner region committed here, with its results: what a host left with no
-    /// replica notifies again. Kept for the run, as the outcome log is.</summary>
-    readonly List<(long Txn, long[] Results)> _innerCommitted = new();
+    /// replica notifies again, and what it answers as a crashed coordinator's successor. Kept for
+    /// the run, as the outcome log is.</summary>
+    readonly Dictionary<long, long[]> _innerCommitted = new();
+    /// <summary>As a crashed coordinator's successor: the partitions asking for the outcome of a
+    /// transaction this primary cannot answer yet (its inner region replicating, or the
+    /// coordinator not yet cut off in the view this node has).</summary>
+    readonly Dictionary<long, HashSet<int>> _asked = new();
+    /// <summary>The transactions whose coordinator this primary has taken over.</summary>
+    readonly HashSet<long> _tookOver = new();
+    /// <summary>The view this node last learned.</summary>
+    ClusterView _view;
     /// <summary>Bit r: copy r is a replica in the configuration this primary knows.</summary>
     ulong _replicas;
     long _lastSeq;
@@ -62,6 +71,8 @@ internal sealed class ChillerPrimary
         _releasesEarly = new MutantFlag(cluster.Options.Mutants, ChillerMutants.OuterReleasesEarly);
         _waitsForRemoved = new MutantFlag(cluster.Options.Mutants, ChillerMutants.HostWaitsForRemovedReplica);
         _commitsOnSend = new MutantFlag(cluster.Options.Mutants, ChillerMutants.HostCommitsOnSend);
+        _participantTakesOver = new MutantFlag(cluster.Options.Mutants, ChillerMutants.OuterParticipantTakesOver);
+        _view = cluster.Membership.Current;
         foreach (int copy in cluster.Membership.Current.ReplicasOf(partition)) _replicas |= 1UL << copy;
         if (takeover is not null) TakeOver(takeover);
     }
@@ -80,12 +91,12 @@ internal sealed class ChillerPrimary
     void TakeOver(ChillerReplica replica)
     {
         foreach (var (txn, committed) in replica.Outcomes) _outcomes[txn] = committed;
-        _innerCommitted.AddRange(replica.InnerCommitted);
+        foreach (var (txn, results) in replica.InnerCommitted) _innerCommitted[txn] = results;
         _lastSeq = replica.LastSeq;
         foreach (var entry in replica.Prepared)
         {
             var image = entry.Share!;
-            var share = ShareOf(entry.Txn, image.Program, image.Timestamp);
+            var share = ShareOf(entry.Txn, image.Program, image.Host, image.Timestamp);
             var ctx = share.Context;
             image.Args.CopyTo(ctx.Args, 0);
             image.Results.CopyTo(ctx.Results, 0);
@@ -135,6 +146,7 @@ internal sealed class ChillerPrimary
             case Delegate m: OnDelegate(m); break;
             case ReplicaAck m: OnReplicaAck(m); break;
             case OuterDecision m: OnOuterDecision(m); break;
+            case AskOutcome m: OnAskOutcome(m); break;
             default: throw new InvalidOperationException($"partition {_partition}: its primary got {message.GetType().Name}");
         }
     }
@@ -149,7 +161,7 @@ internal sealed class ChillerPrimary
             if (!committed) Send(coordinator, new OuterLocked(m.Txn, _partition, m.Op, 0, AbortReason.LockBusy, null));
             return;
         }
-        var share = ShareOf(m.Txn, m.Program, m.Timestamp);
+        var share = ShareOf(m.Txn, m.Program, m.Host, m.Timestamp);
         if (share.Phase != Phase.Locking) return;
         var ctx = share.Context;
         if ((share.Locked & RegionProgram.Bit(m.Op)) != 0)
@@ -226,7 +238,7 @@ internal sealed class ChillerPrimary
     void OnDelegate(Delegate m)
     {
         if (_outcomes.ContainsKey(m.Txn)) return; // a doubled delegation of an attempt decided here
-        var share = ShareOf(m.Txn, m.Program, m.Timestamp);
+        var share = ShareOf(m.Txn, m.Program, _partition, m.Timestamp);
         if (share.Phase != Phase.Locking) return; // a doubled delegation under way
         var ctx = share.Context;
         m.Args.CopyTo(ctx.Args, 0);
@@ -327,7 +339,7 @@ internal sealed class ChillerPrimary
             ops.Add(i);
             keys.Add(share.Keys[i]);
         }
-        return new ShareImage(ctx.Program.Name, ctx.Timestamp, ctx.Args.AsSpan(0, ctx.Program.ArgCount).ToArray(),
+        return new ShareImage(ctx.Program.Name, share.Host, ctx.Timestamp, ctx.Args.AsSpan(0, ctx.Program.ArgCount).ToArray(),
                               ctx.Results.AsSpan(0, ctx.Program.Ops.Length).ToArray(), ops.ToArray(), keys.ToArray(), share.Deferred, Rows(ctx));
     }
 
@@ -363,6 +375,7 @@ internal sealed class ChillerPrimary
                 share.Phase = Phase.Locking;
                 share.Shipped = true;
                 Send(ClusterTxnId.NodeOf(share.Context.TxnId), new OuterPrepared(share.Context.TxnId, _partition, AbortReason.None, null));
+                AskForOrphans();
                 break;
         }
     }
@@ -372,6 +385,7 @@ internal sealed class ChillerPrimary
     /// it has committed itself (D6), since a removed replica may have died before it notified.</summary>
     public void OnView(ClusterView view)
     {
+        _view = view;
         ulong replicas = 0;
         foreach (int copy in view.ReplicasOf(_partition)) replicas |= 1UL << copy;
         // The twin: the host keeps waiting for replicas the configuration has dropped.
@@ -383,6 +397,90 @@ internal sealed class ChillerPrimary
         if (lastGone)
             foreach (var (txn, results) in _innerCommitted)
                 Send(ClusterTxnId.NodeOf(txn), new InnerNotify(txn, _partition, _copy, results));
+        foreach (var (txn, askers) in _asked.ToList())
+            if (view.CutOff.Contains(ClusterTxnId.NodeOf(txn)))
+                foreach (int asker in askers.ToList()) Answer(txn, asker);
+        AskForOrphans();
+    }
+
+    /// <summary>
+    /// The shares here waiting for the outcome of a transaction whose coordinator this node's view
+    /// has cut off: each asks the primary of its inner region's partition (again, when that
+    /// partition has elected another), which takes the coordinator over (D7). A partition that is
+    /// recovering is asked once it has a primary. A share waiting for its own log's acknowledgements
+    /// asks once they are in.
+    /// </summary>
+    /// <remarks>Decision: the outcome is pulled by the participants rather than pushed by the new
+    /// coordinator. Section 5.2 aggregates each partition's pending transactions, with their outer
+    /// participants, at a designated node; here each partition that holds a share sends its own
+    /// entry of that list to the one node that can decide it, so no node needs another's list, and
+    /// a participant that itself fails over asks again from the copy that takes over.</remarks>
+    void AskForOrphans()
+    {
+        foreach (var share in _live.Values.Where(s => s.Phase == Phase.Locking && _view.CutOff.Contains(ClusterTxnId.NodeOf(s.Context.TxnId))).ToList())
+        {
+            long txn = share.Context.TxnId;
+            if (_participantTakesOver)
+            {
+                // The twin: the participant decides alone, and aborts what the host may have committed.
+                if (!Ship(share, Phase.Releasing, EntryKind.OuterRelease)) FinishRelease(share);
+                continue;
+            }
+            int copy = _view.PrimaryCopy(share.Host);
+            if (copy < 0 || copy == share.AskedCopy) continue;
+            share.AskedCopy = copy;
+            if (share.Host == _partition) Answer(txn, _partition);
+            else Send(_cluster.Topology.CopiesOf(share.Host)[copy], new AskOutcome(txn, share.Host, _partition));
+        }
+    }
+
+    void OnAskOutcome(AskOutcome m)
+    {
+        if (!_asked.TryGetValue(m.Txn, out var askers)) _asked[m.Txn] = askers = new HashSet<int>();
+        askers.Add(m.Asker);
+        Answer(m.Txn, m.Asker);
+    }
+
+    /// <summary>
+    /// RecoverCoordinator: as the node Section 5.2 names (the inner host, or the copy that took
+    /// over from it), answers a share's question from what this copy's own log knows. The inner
+    /// region committed here: commit, with the results the deferred bodies read. Rejected here,
+    /// or never received: abort; a delegation can no longer come, since the coordinator's channels
+    /// are closed, so the transaction is ended here as aborted first (with this partition's own
+    /// share, if it has one). Replicating: the answer waits for the inner commit. And nothing is
+    /// decided before this node's own view has the coordinator cut off.
+    /// </summary>
+    void Answer(long txn, int asker)
+    {
+        bool committed;
+        if (_live.TryGetValue(txn, out var share) && share.Phase == Phase.Replicating) return;
+        if (_innerCommitted.ContainsKey(txn)) committed = true;
+        else if (!_view.CutOff.Contains(ClusterTxnId.NodeOf(txn))) return;
+        else
+        {
+            committed = false;
+            if (share is { Phase: Phase.Locking })
+            {
+                if (!Ship(share, Phase.Releasing, EntryKind.OuterRelease)) FinishRelease(share);
+            }
+            else if (share is null) _outcomes.TryAdd(txn, false);
+        }
+        if (_tookOver.Add(txn))
+        {
+            _cluster.DecidedBySuccessor(txn, committed, _node);
+            _cluster.Trace(ChillerStep.RecoverCoordinator, txn, _partition, _node);
+        }
+        if (_cluster.IsDown(_node)) return;
+        if (_asked.TryGetValue(txn, out var askers))
+        {
+            askers.Remove(asker);
+            if (askers.Count == 0) _asked.Remove(txn);
+        }
+        if (asker == _partition) return; // this partition's own share has ended with the answer
+        int copy = _view.PrimaryCopy(asker);
+        // A partition recovering asks again from the copy it elects.
+        if (copy >= 0)
+            Send(_cluster.Topology.CopiesOf(asker)[copy], new OuterDecision(txn, asker, committed, committed ? _innerCommitted[txn] : []));
     }
 
     /// <summary>InnerCommit: every replica holds the entry; install, release the inner locks. The
@@ -392,11 +490,13 @@ internal sealed class ChillerPrimary
         long txn = share.Context.TxnId;
         var results = share.InnerResults!;
         _cluster.InnerCommits++;
-        _innerCommitted.Add((txn, results));
+        _innerCommitted[txn] = results;
         End(share, commit: true);
         if (_replicas == 0)
             Send(ClusterTxnId.NodeOf(txn), new InnerNotify(txn, _partition, _copy, results));
         _cluster.Trace(ChillerStep.InnerCommit, txn, _partition, _node);
+        if (_asked.TryGetValue(txn, out var askers) && !_cluster.IsDown(_node))
+            foreach (int asker in askers.ToList()) Answer(txn, asker);
     }
 
     /// <summary>Step 5 here: OuterCommit (run the deferred bodies with the inner region's results,
@@ -470,7 +570,8 @@ internal sealed class ChillerPrimary
         _cluster.Trace(ChillerStep.OuterCommit, txn, _partition, _node);
     }
 
-    Share ShareOf(long txn, string program, long timestamp)
+    /// <param name="host">the partition of the transaction's inner region</param>
+    Share ShareOf(long txn, string program, int host, long timestamp)
     {
         if (_live.TryGetValue(txn, out var share)) return share;
         share = _free.Count > 0 ? _free.Pop() : new Share(new TxnContext(0, History));
@@ -480,6 +581,8 @@ internal sealed class ChillerPrimary
         share.Prepared = share.Shipped = false;
         share.InnerResults = null;
         share.Seq = 0;
+        share.Host = host;
+        share.AskedCopy = -1;
         _live.Add(txn, share);
         return share;
     }
@@ -542,6 +645,10 @@ internal sealed class ChillerPrimary
         public bool Prepared;
         public bool Shipped;
         public long[]? InnerResults;
+        /// <summary>The partition of the transaction's inner region.</summary>
+        public int Host;
+        /// <summary>The copy of <see cref="Host"/> last asked for the outcome, or -1 (<see cref="AskOutcome"/>).</summary>
+        public int AskedCopy;
         public long Seq;
         /// <summary>Bit r: copy r acknowledged <see cref="Seq"/>.</summary>
         public ulong Acked;

@@ -57,9 +57,6 @@ internal enum ChillerStep
 /// <summary>Which spec actions the engine takes, and after which of them a crash is recovered.</summary>
 internal static class ChillerCrashPoints
 {
-    /// <summary>In the spec, not yet in the engine: a crashed coordinator's takeover (D7).</summary>
-    public static IReadOnlySet<ChillerStep> NotBuilt { get; } = new HashSet<ChillerStep> { ChillerStep.RecoverCoordinator };
-
     /// <summary>The steps of recovery: taken only when a node has failed.</summary>
     public static IReadOnlySet<ChillerStep> Recovery { get; } = new HashSet<ChillerStep>
     {
@@ -69,16 +66,19 @@ internal static class ChillerCrashPoints
 
     /// <summary>Steps after which the node that takes them may stop, and is recovered: a primary's
     /// (as outer participant and inner host; CoordLockOuter and CoordLockDenied are the outer
-    /// participant's grant and denial), a replica's, and a recovering copy's (its gathering, its
-    /// decision, its election and what it then commits). The others are a coordinator's (whose
-    /// takeover is not built) or the cluster manager's (CloseChannels, RecoverReplica: Zookeeper's,
-    /// in the paper, which does not fail).</summary>
+    /// participant's grant and denial), a replica's, a recovering copy's (its gathering, its
+    /// decision, its election and what it then commits), and a coordinator's (its own steps, and
+    /// RecoverCoordinator, taken by the primary that takes a crashed coordinator over). The two
+    /// left are the cluster manager's (CloseChannels, RecoverReplica: Zookeeper's, in the paper,
+    /// which does not fail).</summary>
     public static IReadOnlySet<ChillerStep> Recovered { get; } = new HashSet<ChillerStep>
     {
         ChillerStep.CoordLockOuter, ChillerStep.CoordLockDenied, ChillerStep.InnerExecute, ChillerStep.InnerReject,
         ChillerStep.InnerCommit, ChillerStep.OuterCommit, ChillerStep.OuterRelease,
         ChillerStep.ReplicaReceive, ChillerStep.ReplicaApply,
         ChillerStep.GatherPending, ChillerStep.DecidePending, ChillerStep.ElectPrimary, ChillerStep.RecoveryCommit,
+        ChillerStep.CoordDelegate, ChillerStep.CoordLearnCommit, ChillerStep.CoordLearnAbort, ChillerStep.CoordLearnParticipantFailed,
+        ChillerStep.CoordFinish, ChillerStep.RecoverCoordinator,
     };
 }
 
