@@ -52,7 +52,7 @@ int Help()
         "  specs [models]   model-check the TLA+ specs (specs/check)\n" +
         "  models [filter]  check the P models (models/check)\n" +
         "  coyote [filter]  the Coyote systematic tests\n" +
-        "  traces [--runs N] StealDB trace validation: record engine runs, check them against the spec with TLC\n" +
+        "  traces [--runs N] StealDB's and Chiller's trace validation: record engine runs, check them against the specs with TLC\n" +
         "  bench [args]     BenchmarkDotNet benchmarks\n" +
         "  run [args]       contend run (see: run --help)\n" +
         "  study <name>     a paper's throughput study: stealdb or strife (study --help lists its options)\n" +
@@ -87,10 +87,10 @@ int Chain(Func<int> first, Func<int> then)
 (int Code, string Output) Coyote(string[] filter) =>
     Run("dotnet", [coyote, .. filter], ("DOTNET_ROLL_FORWARD", "Major"));
 
-// Trace validation: the Coyote build records StealDB runs as TLA+ modules into .cache/traces,
-// then specs/check checks each against specs/StealDB/StealDBTrace.tla. A recording that fails
-// (no seed shows what a case is about) fails the suite.
-// `traces --runs N` (by hand) also records every workload on seeds 1..N.
+// Trace validation: the Coyote build records StealDB's and Chiller's runs as TLA+ modules into
+// .cache/traces, then specs/check checks each against specs/StealDB/StealDBTrace.tla or
+// specs/Chiller/ChillerTrace.tla. A recording that fails (no seed shows what a case is about)
+// fails the suite. `traces --runs N` (by hand) also records every StealDB workload on seeds 1..N.
 (int Code, string Output) Traces(string[] options)
 {
     string dir = Path.Combine(root, ".cache", "traces");
@@ -130,7 +130,7 @@ int Test()
     {
         ("Coyote", Coyote([])),
         ("P models (models/check)", Models([])),
-        ("StealDB traces (TLC)", Traces([])),
+        ("traces (TLC)", Traces([])),
     });
     var tlc = Task.Run(() => RunTagged("[tlc] ", "specs/check", ["--workers", "1"]));
     Task.WaitAll(systematic, tlc);

@@ -4,8 +4,8 @@ using Contend.Coyote;
 // Contend.Coyote [--iterations N] [--seed S] [name-filter ...]
 // Runs every systematic test of the (rewritten) engine; ends with "N passed, N failed".
 // Contend.Coyote traces --out DIR [--runs N]
-// Records StealDB's runs for trace validation into DIR, with a manifest for specs/check;
-// --runs N also records every workload on seeds 1..N (manual runs).
+// Records StealDB's and Chiller's runs for trace validation into DIR, with a manifest for
+// specs/check; --runs N also records every StealDB workload on seeds 1..N (manual runs).
 if (args.Length > 0 && args[0] == "traces")
 {
     int runs = 0;
@@ -14,7 +14,12 @@ if (args.Length > 0 && args[0] == "traces")
         Console.Error.WriteLine("Contend.Coyote: usage: traces --out DIR [--runs N], N positive");
         return 2;
     }
-    return Contend.Coyote.StealDB.StealDbTraces.Write(args[2], Console.Out, runs) == 0 ? 0 : 1;
+    var models = new List<object>();
+    int missing = Contend.Coyote.StealDB.StealDbTraces.Write(args[2], Console.Out, models, runs)
+                  + Contend.Coyote.Chiller.ChillerTraces.Write(args[2], Console.Out, models);
+    File.WriteAllText(Path.Combine(args[2], "manifest.json"),
+        System.Text.Json.JsonSerializer.Serialize(new { models }, new System.Text.Json.JsonSerializerOptions { WriteIndented = true }) + "\n");
+    return missing == 0 ? 0 : 1;
 }
 
 int iterations = 10_000;

@@ -1,6 +1,5 @@
 using System.Globalization;
 using System.Text;
-using System.Text.Json;
 using Contend.Engine.Protocols;
 using Contend.Engine.Protocols.StealDB;
 using static Contend.Coyote.StealDB.StealDbTests;
@@ -95,14 +94,13 @@ public static class StealDbTraces
 
     const int MaxSeeds = 500;
 
-    /// <summary>Records every case into <paramref name="dir"/> and writes manifest.json there;
-    /// 0 if every case found its seed. With <paramref name="runs"/> &gt; 0 (for manual runs), each
-    /// workload and policy of the correct cases is also recorded on seeds 1..runs, whatever the
-    /// run shows.</summary>
-    public static int Write(string dir, TextWriter log, int runs = 0)
+    /// <summary>Records every case into <paramref name="dir"/>, adding each one's manifest entry to
+    /// <paramref name="models"/>; the number of cases no seed showed. With <paramref name="runs"/>
+    /// &gt; 0 (for manual runs), each workload and policy of the correct cases is also recorded on
+    /// seeds 1..runs, whatever the run shows.</summary>
+    public static int Write(string dir, TextWriter log, List<object> models, int runs = 0)
     {
         Directory.CreateDirectory(dir);
-        var models = new List<object>();
         var used = new HashSet<(TxnSpec[], StealPolicy, StealDbMutants, int)>();
         int missing = 0;
         foreach (var c in Cases)
@@ -129,8 +127,6 @@ public static class StealDbTraces
             }
             log.WriteLine($"ok   {c.Name}: seeds 1..{runs} recorded");
         }
-        File.WriteAllText(Path.Combine(dir, "manifest.json"),
-            JsonSerializer.Serialize(new { models }, new JsonSerializerOptions { WriteIndented = true }) + "\n");
         return missing;
     }
 

@@ -298,7 +298,7 @@ public class ChillerCrashTests(ITestOutputHelper output)
     public void A_coordinators_transactions_are_decided_by_the_inner_host()
     {
         var steps = new List<(ChillerStep Step, long Txn, int Partition)>();
-        var options = CoordinatorOptions(2, new ChillerCrash(ChillerStep.CoordLearnCommit, 8, Node: 4)) with { Observer = (s, t, p) => steps.Add((s, t, p)) };
+        var options = CoordinatorOptions(2, new ChillerCrash(ChillerStep.CoordLearnCommit, 8, Node: 4)) with { Observer = e => { if (e.Step is { } s) steps.Add((s, e.Txn, e.Partition)); } };
         var result = RunWithCrashes(options, "R=2 after CoordLearnCommit #8");
         var takenOver = steps.Where(s => s.Step == ChillerStep.RecoverCoordinator).ToList();
         Assert.NotEmpty(takenOver);

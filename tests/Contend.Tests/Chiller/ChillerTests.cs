@@ -141,7 +141,7 @@ public class ChillerTests(ITestOutputHelper output)
     public void Each_commit_takes_the_steps_in_the_protocols_order()
     {
         var steps = new Dictionary<long, List<ChillerStep>>();
-        var options = Options(2, 3, Steady) with { Observer = (step, txn, _) => (steps.TryGetValue(txn, out var l) ? l : steps[txn] = new()).Add(step) };
+        var options = Options(2, 3, Steady) with { Observer = e => (steps.TryGetValue(e.Txn, out var l) ? l : steps[e.Txn] = new()).Add(e.Step!.Value) };
         var (result, _, _) = Run(options, new Bank(200, Hot));
         int checkedCommits = 0;
         foreach (var t in result.Run.History)

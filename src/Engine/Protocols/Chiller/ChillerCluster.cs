@@ -23,9 +23,8 @@ internal sealed record ChillerOptions(ClusterTopology Topology, ChillerLookup Lo
     /// <summary>Null: the run follows the network's delays; otherwise a systematic tester's choice
     /// of the next few deliveries (<see cref="SimulatedTime"/>'s explorer).</summary>
     public Func<int, int>? Explorer { get; init; }
-    /// <summary>Called at every step with its transaction and partition (-1 for a crashed node that
-    /// held no copy): a trace of the run.</summary>
-    public Action<ChillerStep, long, int>? Observer { get; init; }
+    /// <summary>Called at every step and crash: a trace of the run (<see cref="ChillerEvent"/>).</summary>
+    public Action<ChillerEvent>? Observer { get; init; }
 
     /// <summary>Nodes to stop, each right after a given step (crash-stop: a stopped node never returns).</summary>
     public IReadOnlyList<ChillerCrash> Crashes { get; init; } = [];
@@ -233,10 +232,11 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
 
     /// <summary>Step <paramref name="step"/> taken by <paramref name="node"/>: counted, traced, and
     /// the node stopped right after it if the crash plan says so.</summary>
-    public void Trace(ChillerStep step, long txn, int partition, int node)
+    /// <param name="reads">for an observer: the rows the step read (gathered only when <see cref="Observed"/>)</param>
+    public void Trace(ChillerStep step, long txn, int partition, int node, IReadOnlyList<ChillerRead>? reads = null)
     {
         long occurrence = ++_steps[(int)step], here = ++_stepsAt[(int)step * Topology.Nodes + node];
-        Options.Observer?.Invoke(step, txn, partition);
+        Options.Observer?.Invoke(new ChillerEvent(step, txn, partition, node, reads ?? []));
         foreach (var crash in Options.Crashes)
             if (crash.After == step && crash.Occurrence == (crash.Node is null ? occurrence : crash.Node == node ? here : -1)) Crash(node);
     }
@@ -247,10 +247,14 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
         if (_down[node]) return;
         _down[node] = true;
         Crashed.Add((node, Time.Elapsed));
+        Options.Observer?.Invoke(new ChillerEvent(null, 0, Topology.CopiesOn(node).Select(c => c.Partition).DefaultIfEmpty(-1).First(), node, []));
         _membership.ReportDown(node, Recover);
     }
 
     public bool IsDown(int node) => _down[node];
+
+    /// <summary>An observer listens: steps report what they read.</summary>
+    public bool Observed => Options.Observer is not null;
 
     /// <summary>Nodes stopped, and when.</summary>
     public List<(int Node, TimeSpan At)> Crashed { get; } = new();

@@ -201,7 +201,7 @@ internal sealed class ChillerPrimary
             _protocol.ReleaseForTwin(ctx, ctx.FindAccess(ctx.Program.Ops[m.Op].TableId, _db[ctx.Program.Ops[m.Op].TableId].Find(m.Key)));
         share.Keys[m.Op] = m.Key;
         Send(coordinator, new OuterLocked(m.Txn, _partition, m.Op, m.Deferred ? 0 : ctx.Results[m.Op], AbortReason.None, null));
-        _cluster.Trace(ChillerStep.CoordLockOuter, m.Txn, _partition, _node);
+        _cluster.Trace(ChillerStep.CoordLockOuter, m.Txn, _partition, _node, _cluster.Observed && !m.Deferred && ctx.Program.Ops[m.Op].Mode != AccessMode.Insert ? Reads(ctx, ctx.AccessCount - 1) : null);
     }
 
     /// <summary>The end of step 3 on an outer partition with inserts: claims their keys.</summary>
@@ -259,7 +259,7 @@ internal sealed class ChillerPrimary
         }
         share.InnerResults = ctx.Results.AsSpan(0, ctx.Program.Ops.Length).ToArray();
         bool shipped = Ship(share, Phase.Replicating, EntryKind.Inner);
-        _cluster.Trace(ChillerStep.InnerExecute, m.Txn, _partition, _node);
+        _cluster.Trace(ChillerStep.InnerExecute, m.Txn, _partition, _node, _cluster.Observed ? Reads(ctx, 0) : null);
         // The twin commits without waiting for a single acknowledgement.
         if ((!shipped || _commitsOnSend) && !_cluster.IsDown(_node)) InnerCommit(share);
     }
@@ -341,6 +341,16 @@ internal sealed class ChillerPrimary
         }
         return new ShareImage(ctx.Program.Name, share.Host, ctx.Timestamp, ctx.Args.AsSpan(0, ctx.Program.ArgCount).ToArray(),
                               ctx.Results.AsSpan(0, ctx.Program.Ops.Length).ToArray(), ops.ToArray(), keys.ToArray(), share.Deferred, Rows(ctx));
+    }
+
+    /// <summary>For a trace: the rows the attempt accessed from access <paramref name="from"/> on, with
+    /// the versions they had when it locked them.</summary>
+    ChillerRead[] Reads(TxnContext ctx, int from)
+    {
+        var reads = new ChillerRead[Math.Max(0, ctx.AccessCount - from)];
+        for (int i = from; i < ctx.AccessCount; i++)
+            reads[i - from] = new ChillerRead(ctx.AccTable[i], _db[ctx.AccTable[i]].Key(ctx.AccRow[i]), ctx.AccVersion[i]);
+        return reads;
     }
 
     /// <summary>The history's accesses of an inner region, for a copy that commits it in recovery.</summary>

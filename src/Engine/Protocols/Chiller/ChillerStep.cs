@@ -54,6 +54,15 @@ internal enum ChillerStep
     RecoverCoordinator,
 }
 
+/// <summary>A row a step read: its key and the version it saw (the committing attempt's id, 0 if loaded).</summary>
+internal readonly record struct ChillerRead(int Table, long Key, long Version);
+
+/// <summary>One step as an observer sees it: the action (null when the node stopped: the spec's
+/// Crash), its transaction attempt (0 for the cluster manager's and recovery's own), the
+/// partition it is about (-1 for a node that held no copy), the node that took it, and, for
+/// CoordLockOuter and InnerExecute, the rows read with the versions they saw.</summary>
+internal readonly record struct ChillerEvent(ChillerStep? Step, long Txn, int Partition, int Node, IReadOnlyList<ChillerRead> Reads);
+
 /// <summary>Which spec actions the engine takes, and after which of them a crash is recovered.</summary>
 internal static class ChillerCrashPoints
 {

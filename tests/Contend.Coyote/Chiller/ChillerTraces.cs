@@ -1,0 +1,301 @@
+using System.Buffers.Binary;
+using System.Globalization;
+using System.Text;
+using Contend.Engine.Cluster;
+using Contend.Engine.Programs;
+using Contend.Engine.Protocols.Chiller;
+using Contend.Engine.Runtime;
+using Contend.Engine.Storage;
+
+namespace Contend.Coyote.Chiller;
+
+/// <summary>
+/// Trace validation of Chiller (specs/Chiller/ChillerTrace.tla): runs the simulated cluster on a
+/// small transfer workload with the observer on, one run per seed, and writes each recorded run as
+/// a TLA+ module and its TLC config, with a manifest entry for specs/check. A run of the protocol
+/// must be a behaviour of Spec (TLC must violate TraceMatchedReachable); a twin's run must not.
+/// Each case takes the first seed whose run shows what the case is about, so a trace cannot pass
+/// by exercising nothing.
+/// </summary>
+/// <remarks>
+/// The workload keeps to where the engine and the spec take the same steps (the spec module's
+/// header says why): two hot accounts on partition 0, the inner host of every transfer; two cold
+/// ones on partition 1, the outer region, one op there at most; a debit that may refuse (the
+/// spec's MayAbort, at the inner host); no body outside the inner region that may abort.
+/// </remarks>
+public static class ChillerTraces
+{
+    sealed record TraceCase(string Name, int Replicas, ChillerMutants Mutant, ChillerCrash[] Crashes, string Shows,
+                            Func<List<ChillerEvent>, bool> Wanted)
+    {
+        public bool Twin => Mutant != ChillerMutants.None;
+    }
+
+    static bool Has(List<ChillerEvent> events, ChillerStep step) => events.Any(e => e.Step == step);
+
+    /// <summary>A transaction committed that locked a record on the outer partition.</summary>
+    static bool TwoRegionCommit(List<ChillerEvent> events) =>
+        events.Where(e => e.Step == ChillerStep.OuterCommit).Any(e => events.Any(d => d.Txn == e.Txn && d.Step == ChillerStep.CoordFinish));
+
+    static readonly TraceCase[] Cases =
+    [
+        new("ChillerTraceTransfers", 2, ChillerMutants.None, [],
+            "two-region commits, an inner region rejected by its check or a held lock, an outer lock denied",
+            e => TwoRegionCommit(e) && Has(e, ChillerStep.InnerReject) && Has(e, ChillerStep.CoordLockDenied) && Has(e, ChillerStep.CoordLearnAbort)),
+        new("ChillerTraceThreeCopies", 3, ChillerMutants.None, [],
+            "two replicas of each partition acknowledge and apply in sequence order; the coordinator waits for both",
+            e => TwoRegionCommit(e) && Has(e, ChillerStep.OuterRelease)),
+        new("ChillerTraceReplicaCrash", 2, ChillerMutants.None, [new ChillerCrash(ChillerStep.ReplicaReceive, 3, Node: 2)],
+            "partition 0's replica stops after its third receipt; RecoverReplica; the host, left alone, commits and notifies (D6)",
+            e => e.Any(x => x.Step is null) && Has(e, ChillerStep.RecoverReplica)
+                 && e.SkipWhile(x => x.Step != ChillerStep.RecoverReplica).Any(x => x.Step == ChillerStep.CoordFinish) && TwoRegionCommit(e)),
+        new("ChillerTraceTwinHostCommitsOnSend", 2, ChillerMutants.HostCommitsOnSend, [],
+            "twin: the inner host commits before its replica has the entry",
+            e => e.Any(c => c.Step == ChillerStep.InnerCommit
+                            && !e.TakeWhile(x => x != c).Any(x => x.Step == ChillerStep.ReplicaReceive && x.Txn == c.Txn && x.Partition == c.Partition))),
+        new("ChillerTraceTwinOuterReleasesEarly", 2, ChillerMutants.OuterReleasesEarly, [],
+            "twin: an outer lock let go once its op has run, and taken by another transaction before the first ends",
+            LockedWhileHeld),
+    ];
+
+    /// <summary>Some transaction locks an outer record another still holds as the spec counts it
+    /// (from its CoordLockOuter to its OuterCommit or OuterRelease).</summary>
+    static bool LockedWhileHeld(List<ChillerEvent> events)
+    {
+        var holder = new Dictionary<long, long>();
+        foreach (var e in events)
+        {
+            if (e.Step == ChillerStep.CoordLockOuter)
+                foreach (var r in e.Reads)
+                {
+                    if (holder.TryGetValue(r.Key, out long other) && other != e.Txn) return true;
+                    holder[r.Key] = e.Txn;
+                }
+            else if (e.Step is ChillerStep.OuterCommit or ChillerStep.OuterRelease)
+                foreach (var k in holder.Where(h => h.Value == e.Txn).Select(h => h.Key).ToList()) holder.Remove(k);
+        }
+        return false;
+    }
+
+    const int MaxSeeds = 200;
+
+    /// <summary>Records every case into <paramref name="dir"/>, adding each one's manifest entry to
+    /// <paramref name="models"/>; the number of cases no seed showed.</summary>
+    public static int Write(string dir, TextWriter log, List<object> models)
+    {
+        Directory.CreateDirectory(dir);
+        int missing = 0;
+        foreach (var c in Cases)
+        {
+            Recorded? found = null;
+            int seed = 1;
+            for (; seed <= MaxSeeds && found is null; seed++)
+            {
+                var run = RunSeed(c, seed);
+                if (c.Wanted(run.Events)) found = run;
+            }
+            if (found is null)
+            {
+                log.WriteLine($"FAIL {c.Name}: no seed in 1..{MaxSeeds} gives a run that shows: {c.Shows}");
+                missing++;
+                continue;
+            }
+            models.Add(Emit(dir, c, seed - 1, found));
+            log.WriteLine($"ok   {c.Name}: seed {seed - 1}, {found.Events.Count} steps ({c.Shows})");
+        }
+        return missing;
+    }
+
+    sealed record Recorded(List<ChillerEvent> Events, Dictionary<long, long[]> Args, ClusterTopology Topology);
+
+    static Recorded RunSeed(TraceCase c, int seed)
+    {
+        var workload = new Transfers();
+        var events = new List<ChillerEvent>();
+        var args = new Dictionary<long, long[]>();
+        var lookup = new ChillerLookup(Transfers.Map).MarkHot(0, 0).MarkHot(0, 1);
+        var topology = new ClusterTopology(nodes: 2 * c.Replicas, partitions: 2, c.Replicas, replicasApart: true);
+        const int slots = 2;
+        var options = new ChillerOptions(topology, lookup, (ulong)seed, SlotsPerNode: slots)
+        {
+            Faults = new NetworkFaults(new LinkFaults(TimeSpan.FromMicroseconds(10), TimeSpan.FromMicroseconds(40))),
+            DetectionDelay = TimeSpan.FromMicroseconds(30),
+            Drain = TimeSpan.FromMilliseconds(2),
+            Crashes = c.Crashes,
+            Mutants = c.Mutant,
+            Observer = e =>
+            {
+                events.Add(e);
+                // An attempt's keys: its slot's arguments while it runs (a slot runs one attempt at a time).
+                if (e.Txn != 0 && !args.ContainsKey(e.Txn))
+                    args[e.Txn] = workload.ArgsOf(ClusterTxnId.NodeOf(e.Txn) * slots + ClusterTxnId.SlotOf(e.Txn));
+            },
+        };
+        var result = ChillerSimulation.Run(workload, options, TimeSpan.FromMicroseconds(300));
+        // A correct protocol's run must pass its own checks before its trace means anything.
+        if (!c.Twin && (result.Run.Atomicity.Count > 0 || result.Run.Unfinished.Count > 0 || result.ReplicaDisagreements.Count > 0))
+            throw new InvalidOperationException($"{c.Name}, seed {seed}: {result.Run.Atomicity.Concat(result.Run.Unfinished).Concat(result.ReplicaDisagreements).First()}");
+        return new Recorded(events, args, topology);
+    }
+
+    static object Emit(string dir, TraceCase c, int seed, Recorded run)
+    {
+        string spec = Path.GetFullPath(Path.Combine(dir, c.Name + ".tla")), cfg = Path.GetFullPath(Path.Combine(dir, c.Name + ".cfg"));
+        var (module, steps) = Module(c, seed, run);
+        File.WriteAllText(spec, module);
+        File.WriteAllText(cfg, Config(c));
+        string note = $"{c.Shows}; seed {seed}, {steps} steps";
+        return c.Twin
+            ? new { name = c.Name, spec, cfg, expect = "pass", deadlock = false, note,
+                    vacuity = "a twin's trace: it passes when no behaviour of Spec matches the whole trace" }
+            : new { name = c.Name, spec, cfg, expect = "pass", deadlock = false, note,
+                    reaches = new[] { "TraceMatchedReachable" } };
+    }
+
+    static string Config(TraceCase c) => $"""
+        CONSTANTS
+            Txn <- TraceTxn
+            Part <- TracePart
+            Key <- TraceKey
+            PartOf <- TracePartOf
+            ReadSet <- TraceKeys
+            WriteSet <- TraceKeys
+            InnerOf <- TraceInner
+            MayAbort <- TraceTxn
+            R = {c.Replicas}
+            MaxCrashes = {c.Crashes.Length}
+            None = None
+            InitVal = InitVal
+            NoVal = NoVal
+            TraceLog <- TraceEvents
+        SPECIFICATION TraceSpec
+
+        """ + (c.Twin
+            ? "INVARIANT TraceMatchedReachable\n"
+            : "INVARIANTS TypeOK TypeTraceOK AtomicityInv DurabilityInv ReplicaAgreementInv\nPROPERTIES NextStepProp SerializableRefinementProp\n");
+
+    /// <summary>The steps the trace spec follows; an event of any other is a run the recorder
+    /// cannot express, and fails it.</summary>
+    static readonly HashSet<ChillerStep> Traced =
+    [
+        ChillerStep.CoordLockOuter, ChillerStep.CoordLockDenied, ChillerStep.CoordDelegate, ChillerStep.InnerExecute,
+        ChillerStep.InnerReject, ChillerStep.InnerCommit, ChillerStep.ReplicaReceive, ChillerStep.ReplicaApply,
+        ChillerStep.CoordLearnCommit, ChillerStep.CoordLearnAbort, ChillerStep.OuterCommit, ChillerStep.OuterRelease,
+        ChillerStep.CoordFinish, ChillerStep.RecoverReplica,
+    ];
+
+    /// <summary>The run as a module extending ChillerTrace: attempts numbered 1, 2, ... in the order
+    /// they first appear, partitions 0 and 1 (numbers, as transactions are: TLC compares the
+    /// spec's nodes, pairs of either with a copy index), copies 1 (the primary) to R.</summary>
+    static (string Module, int Steps) Module(TraceCase c, int seed, Recorded run)
+    {
+        var number = new Dictionary<long, int>();
+        string Txn(long txn)
+        {
+            if (!number.TryGetValue(txn, out int n)) number[txn] = n = number.Count + 1;
+            return n.ToString(CultureInfo.InvariantCulture);
+        }
+        string Part(int p) => p.ToString(CultureInfo.InvariantCulture);
+        int CopyOf(int node) => run.Topology.CopiesOn(node).Single().Copy + 1;
+        var innerOf = new Dictionary<long, int>();
+        var lines = new List<string>();
+        foreach (var e in run.Events)
+        {
+            string kind;
+            if (e.Step is not { } step) kind = "Crash";
+            else
+            {
+                if (!Traced.Contains(step)) throw new InvalidOperationException($"{c.Name}, seed {seed}: the run took {step}, which the trace spec does not follow");
+                if (step == ChillerStep.CoordDelegate) innerOf[e.Txn] = e.Partition;
+                // An outer share's log entries are not the spec's inner replication (D3).
+                if (step is ChillerStep.ReplicaReceive or ChillerStep.ReplicaApply && (!innerOf.TryGetValue(e.Txn, out int inner) || inner != e.Partition)) continue;
+                kind = step.ToString();
+            }
+            bool copyStep = e.Step is null or ChillerStep.ReplicaReceive or ChillerStep.ReplicaApply or ChillerStep.RecoverReplica;
+            string reads = string.Join(", ", e.Reads.Select(r => $"<<{r.Key}, {(r.Version == 0 ? "InitVal" : Txn(r.Version))}>>"));
+            lines.Add($"    [kind |-> \"{kind}\", t |-> {(e.Txn == 0 ? "0" : Txn(e.Txn))}, p |-> {Part(e.Partition)}, " +
+                      $"c |-> {(copyStep ? CopyOf(e.Node) : 0)}, reads |-> {{{reads}}}]");
+        }
+        var attempts = number.OrderBy(kv => kv.Value).ToList();
+        var keys = attempts.SelectMany(a => run.Args[a.Key].Take(2)).Distinct().Order().ToList();
+        string KeySet(long txn) => $"{{{string.Join(", ", run.Args[txn].Take(2).Distinct())}}}";
+        var sb = new StringBuilder();
+        string title = $" MODULE {c.Name} ";
+        int pad = Math.Max(4, 77 - title.Length);
+        sb.Append('-', pad / 2).Append(title).Append('-', pad - pad / 2).Append('\n');
+        sb.Append($"\\* Recorded by tests/Contend.Coyote (traces), not written by hand: {c.Shows}.\n");
+        sb.Append($"\\* {c.Replicas} copies a partition, mutant {c.Mutant}, seed {seed}. Transactions are the engine's attempts:\n");
+        foreach (var (txn, n) in attempts) sb.Append($"\\*   {n} = {ClusterTxnId.Describe(txn)}: transfer {run.Args[txn][2]} from account {run.Args[txn][0]} to {run.Args[txn][1]}\n");
+        sb.Append("EXTENDS ChillerTrace\n\n");
+        sb.Append($"TraceTxn == 1..{attempts.Count}\n");
+        sb.Append("TracePart == {0, 1}\n");
+        sb.Append($"TraceKey == {{{string.Join(", ", keys)}}}\n");
+        sb.Append($"TracePartOf == [k \\in TraceKey |-> IF k < {Transfers.FirstCold} THEN 0 ELSE 1]\n");
+        sb.Append("TraceKeys ==\n").Append(string.Join(" @@\n", attempts.Select(a => $"    ({a.Value} :> {KeySet(a.Key)})"))).Append('\n');
+        // The debit's account is hot, on partition 0: every transfer's inner host.
+        sb.Append("TraceInner == [t \\in TraceTxn |-> 0]\n");
+        sb.Append("TraceEvents == <<\n").Append(string.Join(",\n", lines)).Append("\n>>\n");
+        sb.Append(new string('=', 77)).Append('\n');
+        return (sb.ToString(), lines.Count);
+    }
+
+    /// <summary>
+    /// Transfers between four accounts: 0 and 1 hot, on partition 0; 2 and 3 cold, on partition 1.
+    /// Every transfer debits a hot account (its check may refuse: the inner host's MayAbort) and
+    /// credits another account, hot or cold (a body that never refuses).
+    /// </summary>
+    sealed class Transfers : IPartitionedWorkload
+    {
+        public const long FirstCold = 2;
+        public static readonly IPartitionMap Map = new RangePartitionMap([FirstCold]);
+        const long Opening = 4;
+        TxnProgram? _transfer;
+        readonly Dictionary<int, TxnContext> _slots = new();
+
+        public string Name => "trace transfers";
+        public IReadOnlyList<TxnProgram> Programs => [_transfer!];
+
+        /// <summary>The arguments of the transaction a source's slot runs now.</summary>
+        public long[] ArgsOf(int stream) => _slots[stream].Args.AsSpan(0, 3).ToArray();
+
+        public void Load(Database db, int partition, IPartitionMap map)
+        {
+            var account = db.Create("account", sizeof(long), 8);
+            for (long a = 0; a < 4; a++)
+                if (map.PartitionOf(account.Id, a) == partition)
+                    BinaryPrimitives.WriteInt64LittleEndian(account.Payload(account.Load(a)), Opening);
+            _transfer = new ProgramBuilder("transfer", db, 3)
+                .Write("debit", "account", KeySource.FromArg(0), (row, args, _) =>
+                {
+                    long balance = BinaryPrimitives.ReadInt64LittleEndian(row);
+                    if (balance < args[2]) return TxnProgram.UserAbort;
+                    BinaryPrimitives.WriteInt64LittleEndian(row, balance - args[2]);
+                    return balance - args[2];
+                })
+                .Write("credit", "account", KeySource.FromArg(1), (row, args, _) =>
+                {
+                    long balance = BinaryPrimitives.ReadInt64LittleEndian(row) + args[2];
+                    BinaryPrimitives.WriteInt64LittleEndian(row, balance);
+                    return balance;
+                })
+                .Build();
+        }
+
+        public ITransactionSource CreateSource(int stream, ulong seed, IReadOnlyList<int> homePartitions) =>
+            new Source(this, stream, new Random((int)(seed ^ (seed >> 29))));
+
+        sealed class Source(Transfers workload, int stream, Random random) : ITransactionSource
+        {
+            public TxnProgram Next(TxnContext ctx)
+            {
+                workload._slots[stream] = ctx;
+                long from = random.Next(2), to;
+                do to = random.Next(4); while (to == from);
+                ctx.Args[0] = from;
+                ctx.Args[1] = to;
+                ctx.Args[2] = 1 + random.Next(4);
+                return workload._transfer!;
+            }
+        }
+    }
+}
