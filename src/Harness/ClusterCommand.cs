@@ -46,8 +46,15 @@ internal static class ClusterCommand
         var warehouses = new Option<int>("--warehouses") { Description = "tpcc: warehouses, round robin over the partitions (0: one per partition)", DefaultValueFactory = _ => 0 };
         var remote = new Option<double?>("--remote") { Description = "tpcc: probability that a Payment's customer, and one line of a NewOrder, is of another warehouse (default: TPC-C's 15% and 1% a line)" };
         var noInserts = new Option<bool>("--no-inserts") { Description = "tpcc: leave out inserts and the 1% rollback" };
+        var crashNode = new Option<int?>("--crash-node") { Description = "Chiller: stop this node once, then recover (needs --replicas 2 or more; every copy gets a node of its own)" };
+        var crashAt = new Option<double>("--crash-at-ms") { Description = "Chiller, with --crash-node: the virtual time from which the node stops after its next --crash-after step", DefaultValueFactory = _ => 0 };
+        var crashAfter = new Option<string>("--crash-after") { Description = $"Chiller, with --crash-node: the step after which it stops, one of {string.Join(", ", ChillerCrashPoints.Recovered.Order())}", DefaultValueFactory = _ => nameof(ChillerStep.InnerCommit) };
+        var coordinatorNodes = new Option<string?>("--coordinator-nodes") { Description = "Chiller: the nodes that coordinate transactions, comma-separated (default: those that hold a primary)" };
+        var detection = new Option<double>("--detection-us") { Description = "Chiller: how long after a node stops the failure detector suspects it, microseconds", DefaultValueFactory = _ => 500 };
+        var timeline = new Option<double>("--timeline-ms") { Description = "Chiller: print the commits of each window of this many virtual milliseconds, and the recovery's steps (0: no timeline)", DefaultValueFactory = _ => 0 };
         var command = new Command("cluster", "YCSB or TPC-C across partitions of a simulated cluster: Chiller, or two-phase commit over NoWait, WaitDie or Silo, in virtual time")
-        { protocol, replicas, hot, workers, messageCost, opCost, nodes, partitions, delay, slots, seconds, seed, check, rows, requests, readFraction, theta, workloadName, warehouses, remote, noInserts };
+        { protocol, replicas, hot, workers, messageCost, opCost, nodes, partitions, delay, slots, seconds, seed, check, rows, requests, readFraction, theta, workloadName, warehouses, remote, noInserts,
+          crashNode, crashAt, crashAfter, coordinatorNodes, detection, timeline };
         (Option Option, string Workload)[] knobs =
             [(rows, "ycsb"), (requests, "ycsb"), (readFraction, "ycsb"), (theta, "ycsb"), (warehouses, "tpcc"), (remote, "tpcc"), (noInserts, "tpcc")];
         command.SetAction(p =>
@@ -58,11 +65,18 @@ internal static class ClusterCommand
                 throw new UsageException($"--protocol {name}: the cluster runs Chiller, or two-phase commit over {string.Join(", ", TwoPhaseCommitSimulation.Protocols)}");
             if (!chiller && p.GetResult(replicas) is { Implicit: false }) throw new UsageException("--replicas is a Chiller knob: two-phase commit runs on the primaries alone");
             if (!chiller && p.GetResult(hot) is { Implicit: false }) throw new UsageException("--hot-keys is a Chiller knob");
+            foreach (Option knob in new Option[] { crashNode, crashAt, crashAfter, coordinatorNodes, detection, timeline })
+                if (!chiller && p.GetResult(knob) is { Implicit: false }) throw new UsageException($"{knob.Name} is a Chiller knob");
             int n = p.GetValue(nodes), parts = p.GetValue(partitions) is 0 ? n : p.GetValue(partitions);
             double us = p.GetValue(delay), secs = p.GetValue(seconds);
             if (!(us > 0) || us > 1_000_000) throw new UsageException($"--network-delay-us {us.ToString(CultureInfo.InvariantCulture)}: must be in (0, 1000000]");
             if (!(secs > 0) || secs > 60) throw new UsageException($"--seconds {secs.ToString(CultureInfo.InvariantCulture)}: must be in (0, 60] (virtual)");
-            var topology = new ClusterTopology(n, parts, p.GetValue(replicas));
+            bool crashing = p.GetValue(crashNode) is not null;
+            if (!crashing && (p.GetResult(crashAt) is { Implicit: false } || p.GetResult(crashAfter) is { Implicit: false }))
+                throw new UsageException("--crash-at-ms and --crash-after say when --crash-node stops: give the node");
+            // Every copy on a node of its own when there are nodes enough (crashes need it, so that
+            // one node's stop is one copy's; a run without a crash compares with one with it).
+            var topology = new ClusterTopology(n, parts, p.GetValue(replicas), replicasApart: crashing || n >= parts * p.GetValue(replicas));
             string chosen = p.GetValue(workloadName)!;
             if (chosen is not ("ycsb" or "tpcc")) throw new UsageException($"--workload {chosen}: the cluster runs ycsb or tpcc");
             WorkloadKnobs.RefuseOthers(knobs, chosen, p);
@@ -101,14 +115,41 @@ internal static class ClusterCommand
                     if (p.GetValue(hot) < 0) throw new UsageException($"--hot-keys {p.GetValue(hot)}: must be 0 or more");
                     for (long k = 1; k <= p.GetValue(hot); k++) lookup.MarkHot(0, k);
                 }
-                var chillerOptions = new ChillerOptions(topology, lookup, p.GetValue(seed), p.GetValue(slots)) { Faults = NetworkFaults.Delay(oneWay), Cpu = cpu };
+                var chillerOptions = new ChillerOptions(topology, lookup, p.GetValue(seed), p.GetValue(slots))
+                {
+                    Faults = NetworkFaults.Delay(oneWay),
+                    Cpu = cpu,
+                    CoordinatorNodes = CoordinatorNodes(p.GetValue(coordinatorNodes)),
+                    DetectionDelay = Micros(detection.Name, p.GetValue(detection)),
+                    Crashes = crashing ? [Crash(p.GetValue(crashNode)!.Value, p.GetValue(crashAfter)!, p.GetValue(crashAt))] : [],
+                };
+                double window = p.GetValue(timeline);
+                if (!(window >= 0) || window > 60_000) throw new UsageException($"--timeline-ms {window.ToString(CultureInfo.InvariantCulture)}: must be in [0, 60000]");
+                var events = window > 0 ? new List<ChillerEvent>() : null;
+                if (events is not null)
+                    chillerOptions = chillerOptions with
+                    {
+                        Observer = e =>
+                        {
+                            if (e.Step is null or ChillerStep.InnerCommit or ChillerStep.RecoveryCommit || ChillerCrashPoints.Recovery.Contains(e.Step.Value) && e.Txn == 0) events.Add(e);
+                        },
+                    };
                 var clock = Stopwatch.StartNew();
-                var c = ChillerSimulation.Run(workload, chillerOptions, TimeSpan.FromSeconds(secs));
+                ChillerRunResult c;
+                try
+                {
+                    c = ChillerSimulation.Run(workload, chillerOptions, TimeSpan.FromSeconds(secs));
+                }
+                catch (ArgumentException e)
+                {
+                    throw new UsageException(e.Message);
+                }
                 clock.Stop();
                 Print($"Chiller: {topology}, {lookup}", c.Run, us, chillerOptions.SlotsPerNode, cpu, secs, clock.Elapsed);
                 Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
                     $"  {c.InnerCommits:N0} inner commits, {c.TwoRegionCommits / (double)Math.Max(1, c.Run.Stats.Commits):P1} of commits in two regions, {c.DeferredBodies:N0} outer bodies after their inner region, {c.LogEntries:N0} log entries shipped"));
                 Console.WriteLine(placement);
+                if (events is not null) PrintTimeline(events, TimeSpan.FromMilliseconds(window), TimeSpan.FromSeconds(secs));
                 return Verdict(c.Run, p.GetValue(check), c.ReplicaDisagreements);
             }
             var options = new TwoPhaseCommitOptions(name, topology, p.GetValue(seed), p.GetValue(slots))
@@ -128,6 +169,46 @@ internal static class ClusterCommand
             return Verdict(r, p.GetValue(check), []);
         });
         return command;
+    }
+
+    static TimeSpan Micros(string option, double us)
+    {
+        if (!(us > 0) || us > 1_000_000) throw new UsageException($"{option} {us.ToString(CultureInfo.InvariantCulture)}: must be in (0, 1000000]");
+        return TimeSpan.FromTicks((long)Math.Round(us * TimeSpan.TicksPerMicrosecond));
+    }
+
+    static IReadOnlyList<int>? CoordinatorNodes(string? list)
+    {
+        if (list is null) return null;
+        var nodes = new List<int>();
+        foreach (var part in list.Split(','))
+            nodes.Add(int.TryParse(part.Trim(), NumberStyles.None, CultureInfo.InvariantCulture, out int node)
+                ? node : throw new UsageException($"--coordinator-nodes {list}: '{part}' is not a node number"));
+        return nodes;
+    }
+
+    static ChillerCrash Crash(int node, string after, double atMs)
+    {
+        if (!Enum.TryParse<ChillerStep>(after, out var step) || !Enum.IsDefined(step))
+            throw new UsageException($"--crash-after {after}: not a step of Chiller's; one of {string.Join(", ", Enum.GetNames<ChillerStep>())}");
+        if (!(atMs >= 0) || atMs > 60_000) throw new UsageException($"--crash-at-ms {atMs.ToString(CultureInfo.InvariantCulture)}: must be in [0, 60000]");
+        return new ChillerCrash(step, 1, node, TimeSpan.FromTicks((long)Math.Round(atMs * TimeSpan.TicksPerMillisecond)));
+    }
+
+    /// <summary>Commits (inner commits, and what recovery committed) per window of virtual time,
+    /// and when the crash and each step of its recovery came.</summary>
+    static void PrintTimeline(List<ChillerEvent> events, TimeSpan window, TimeSpan duration)
+    {
+        int windows = (int)Math.Ceiling(duration / window);
+        var commits = new long[windows];
+        foreach (var e in events)
+            if (e.Step is ChillerStep.InnerCommit or ChillerStep.RecoveryCommit && e.At < duration) commits[(int)(e.At / window)]++;
+        Console.WriteLine(string.Create(CultureInfo.InvariantCulture, $"commits per {window.TotalMilliseconds} ms of virtual time (as txn/s):"));
+        for (int w = 0; w < windows; w++)
+            Console.WriteLine(string.Create(CultureInfo.InvariantCulture, $"  {(w * window).TotalMilliseconds,8:F1} ms  {commits[w] / window.TotalSeconds,12:N0}"));
+        foreach (var e in events.Where(e => e.Step is null || e.Txn == 0 && e.Step != ChillerStep.RecoveryCommit))
+            Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+                $"  at {e.At.TotalMilliseconds:F3} ms: {(e.Step is { } s ? s.ToString() : "stopped")}, node {e.Node}{(e.Partition >= 0 ? $", partition {e.Partition}" : "")}"));
     }
 
     static void Print(string what, ClusterRunResult r, double us, int slots, CpuModel? cpu, double secs, TimeSpan wall)

@@ -87,6 +87,24 @@ public class CommandLineTests
     }
 
     [Fact]
+    public void ClusterStopsAChillerNodeAndPrintsTheRecoveryOnTheTimeline()
+    {
+        var (code, output, _) = Contend("cluster", "--protocol", "Chiller", "--workload", "tpcc", "--nodes", "4", "--partitions", "2", "--replicas", "2",
+                                        "--seconds", "0.01", "--crash-node", "0", "--crash-at-ms", "4", "--timeline-ms", "2", "--check");
+        Assert.Equal(0, code);
+        Assert.Matches(@"commits per 2 ms of virtual time", output);
+        Assert.Matches(@"at 4\.\d+ ms: stopped, node 0, partition 0", output);
+        Assert.Matches(@"ElectPrimary, node 2, partition 0", output);
+        Assert.Matches(@"checked: [1-9][\d,]* transactions, 0 anomalies, 0 atomicity violations, 0 unfinished, 0 replica disagreements", output);
+        (code, _, string error) = Contend("cluster", "--protocol", "NoWait", "--crash-node", "0");
+        Assert.Equal(2, code);
+        Assert.Contains("--crash-node is a Chiller knob", error);
+        (code, _, error) = Contend("cluster", "--protocol", "Chiller", "--nodes", "4", "--partitions", "2", "--replicas", "2", "--crash-node", "0", "--crash-after", "Sleep");
+        Assert.Equal(2, code);
+        Assert.Contains("--crash-after Sleep: not a step of Chiller's", error);
+    }
+
+    [Fact]
     public void ClusterRunsTpccSplitByWarehouseWithRemoteWarehouses()
     {
         var (code, output, _) = Contend("cluster", "--protocol", "Silo", "--workload", "tpcc", "--nodes", "2", "--network-delay-us", "20",

@@ -65,6 +65,7 @@ internal sealed record ChillerOptions(ClusterTopology Topology, ChillerLookup Lo
             if (!ChillerCrashPoints.Recovered.Contains(crash.After))
                 throw new ArgumentException($"chiller: a crash after {crash.After}: that step is the cluster manager's, which the paper takes to be fault tolerant (Zookeeper); crashes after {string.Join(", ", ChillerCrashPoints.Recovered)} are recovered", nameof(Crashes));
             if (crash.Occurrence < 1) throw new ArgumentOutOfRangeException(nameof(Crashes), $"chiller: a crash after occurrence {crash.Occurrence} of {crash.After}: occurrences count from 1");
+            if (crash.NotBefore < TimeSpan.Zero) throw new ArgumentOutOfRangeException(nameof(Crashes), $"chiller: a crash after {crash.After} not before {crash.NotBefore}: a time in the run, 0 or more");
             if (crash.Node is int n && (uint)n >= (uint)Topology.Nodes) throw new ArgumentOutOfRangeException(nameof(Crashes), $"chiller: a crash of node {n}, but nodes are 0..{Topology.Nodes - 1}");
         }
         if (Crashes.Count > 0)
@@ -127,8 +128,8 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
     readonly Dictionary<long, bool> _decisions = new();
     readonly InProcessTransport _transport;
     readonly long[] _steps = new long[Enum.GetValues<ChillerStep>().Length];
-    /// <summary>Steps by node: [step * nodes + node].</summary>
-    readonly long[] _stepsAt;
+    /// <summary>Per planned crash, the occurrences of its step counted so far.</summary>
+    readonly int[] _crashCounts;
     readonly SimulatedMembership _membership;
     readonly NodeWorkers? _workers;
     /// <summary>Nodes that have stopped (crash-stop), whether or not the detector has noticed yet.</summary>
@@ -146,7 +147,7 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
         _membership = new SimulatedMembership(Topology, Time, options.DetectionDelay, options.Faults.Local);
         _workers = options.Cpu is { } cpu ? new NodeWorkers(Topology.Nodes, cpu, Time) : null;
         _down = new bool[Topology.Nodes];
-        _stepsAt = new long[Enum.GetValues<ChillerStep>().Length * Topology.Nodes];
+        _crashCounts = new int[options.Crashes.Count];
         _nodeEpoch = new long[Topology.Nodes];
         _databases = new Database[Topology.Partitions];
         _primaries = new ChillerPrimary[Topology.Partitions];
@@ -235,10 +236,13 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
     /// <param name="reads">for an observer: the rows the step read (gathered only when <see cref="Observed"/>)</param>
     public void Trace(ChillerStep step, long txn, int partition, int node, IReadOnlyList<ChillerRead>? reads = null)
     {
-        long occurrence = ++_steps[(int)step], here = ++_stepsAt[(int)step * Topology.Nodes + node];
-        Options.Observer?.Invoke(new ChillerEvent(step, txn, partition, node, reads ?? []));
-        foreach (var crash in Options.Crashes)
-            if (crash.After == step && crash.Occurrence == (crash.Node is null ? occurrence : crash.Node == node ? here : -1)) Crash(node);
+        _steps[(int)step]++;
+        Options.Observer?.Invoke(new ChillerEvent(step, txn, partition, node, Time.Elapsed, reads ?? []));
+        for (int i = 0; i < _crashCounts.Length; i++)
+        {
+            var crash = Options.Crashes[i];
+            if (crash.After == step && (crash.Node ?? node) == node && Time.Elapsed >= crash.NotBefore && ++_crashCounts[i] == crash.Occurrence) Crash(node);
+        }
     }
 
     /// <summary>Stops a node: from now on it handles nothing; the failure detector notices later.</summary>
@@ -247,7 +251,7 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
         if (_down[node]) return;
         _down[node] = true;
         Crashed.Add((node, Time.Elapsed));
-        Options.Observer?.Invoke(new ChillerEvent(null, 0, Topology.CopiesOn(node).Select(c => c.Partition).DefaultIfEmpty(-1).First(), node, []));
+        Options.Observer?.Invoke(new ChillerEvent(null, 0, Topology.CopiesOn(node).Select(c => c.Partition).DefaultIfEmpty(-1).First(), node, Time.Elapsed, []));
         _membership.ReportDown(node, Recover);
     }
 

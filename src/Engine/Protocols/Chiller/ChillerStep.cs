@@ -59,9 +59,9 @@ internal readonly record struct ChillerRead(int Table, long Key, long Version);
 
 /// <summary>One step as an observer sees it: the action (null when the node stopped: the spec's
 /// Crash), its transaction attempt (0 for the cluster manager's and recovery's own), the
-/// partition it is about (-1 for a node that held no copy), the node that took it, and, for
-/// CoordLockOuter and InnerExecute, the rows read with the versions they saw.</summary>
-internal readonly record struct ChillerEvent(ChillerStep? Step, long Txn, int Partition, int Node, IReadOnlyList<ChillerRead> Reads);
+/// partition it is about (-1 for a node that held no copy), the node that took it, the virtual
+/// time, and, for CoordLockOuter and InnerExecute, the rows read with the versions they saw.</summary>
+internal readonly record struct ChillerEvent(ChillerStep? Step, long Txn, int Partition, int Node, TimeSpan At, IReadOnlyList<ChillerRead> Reads);
 
 /// <summary>Which spec actions the engine takes, and after which of them a crash is recovered.</summary>
 internal static class ChillerCrashPoints
@@ -92,9 +92,9 @@ internal static class ChillerCrashPoints
 }
 
 /// <summary>A crash to inject: the node that takes <paramref name="After"/> for the
-/// <paramref name="Occurrence"/>-th time in the run (counted from 1 over the cluster, or over
-/// <paramref name="Node"/>'s own steps when given) stops right after it: the step's changes made
-/// and its messages sent, nothing after it done (a step is counted once it is complete; a
-/// coordinator's CoordLearnCommit and CoordLearnAbort are counted before the outcomes go out,
-/// which are the outer partitions' steps).</summary>
-internal sealed record ChillerCrash(ChillerStep After, int Occurrence, int? Node = null);
+/// <paramref name="Occurrence"/>-th time (counted from 1 over the cluster, or over
+/// <paramref name="Node"/>'s own steps when given, from virtual time <paramref name="NotBefore"/>
+/// on) stops right after it: the step's changes made and its messages sent, nothing after it
+/// done (a step is counted once it is complete; a coordinator's CoordLearnCommit and
+/// CoordLearnAbort are counted before the outcomes go out, which are the outer partitions' steps).</summary>
+internal sealed record ChillerCrash(ChillerStep After, int Occurrence, int? Node = null, TimeSpan NotBefore = default);
