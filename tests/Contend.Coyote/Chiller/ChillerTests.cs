@@ -21,7 +21,8 @@ namespace Contend.Coyote.Chiller;
 /// With a replica's crash: the replicas on nodes of their own, one stopped right after it receives
 /// its first entry (in the schedules where one reaches it), and Coyote choosing where its failure's
 /// detection and the new view fall among the other events; the twin host that waits for the
-/// removed replica never ends its transactions. With a primary's crash (<see cref="RunPrimaryCrash"/>):
+/// removed replica never ends its transactions, and, on a network that doubles messages, the twin
+/// slot that takes an earlier attempt's notice as its own commits what never ran. With a primary's crash (<see cref="RunPrimaryCrash"/>):
 /// its recovery, and the twins that commit on send or decide before gathering. With a
 /// coordinator's crash (<see cref="RunCoordinatorCrash"/>): its takeover by the inner partition's
 /// primary, alone and with the node's own primary, and the twin outer participant that decides
@@ -40,6 +41,7 @@ public static class ChillerTests
         new("ChillerPrimaryCrashAfterCommit", () => RunPrimaryCrash(ChillerMutants.None, ChillerStep.InnerCommit, replicas: 2), Iterations: 2_500),
         new("ChillerPrimaryCrashTwinDecideBeforeGather", () => RunPrimaryCrash(ChillerMutants.DecideBeforeGather, ChillerStep.InnerExecute, replicas: 3), CaughtBy: "Chiller"),
         new("ChillerPrimaryCrashTwinHostCommitsOnSend", () => RunPrimaryCrash(ChillerMutants.HostCommitsOnSend, ChillerStep.InnerCommit, replicas: 2), CaughtBy: "Chiller"),
+        new("ChillerReplicaCrashTwinCoordinatorTakesUnaddressedNotice", () => Run(ChillerMutants.CoordinatorTakesUnaddressedNotice, crash: true, duplicate: 0.3), CaughtBy: "atomicity"),
         new("ChillerCoordinatorCrash", () => RunCoordinatorCrash(ChillerMutants.None, ChillerStep.CoordLearnCommit, withPrimary: false), Iterations: 2_500),
         new("ChillerCoordinatorCrashAfterDelegate", () => RunCoordinatorCrash(ChillerMutants.None, ChillerStep.CoordDelegate, withPrimary: false), Iterations: 2_500),
         new("ChillerCoordinatorAndPrimaryCrash", () => RunCoordinatorCrash(ChillerMutants.None, ChillerStep.CoordDelegate, withPrimary: true), Iterations: 2_500),
@@ -101,7 +103,8 @@ public static class ChillerTests
         return Task.CompletedTask;
     }
 
-    static Task Run(ChillerMutants mutants, bool crash = false)
+    /// <param name="duplicate">the probability that the network delivers a message twice</param>
+    static Task Run(ChillerMutants mutants, bool crash = false, double duplicate = 0)
     {
         var choices = Generator.Create();
         var bank = new Bank(accounts: 6, hot: 2);
@@ -112,7 +115,7 @@ public static class ChillerTests
         {
             Crashes = crash ? [new ChillerCrash(ChillerStep.ReplicaReceive, 1, Node: 3)] : [],
             DetectionDelay = TimeSpan.FromMicroseconds(100),
-            Faults = NetworkFaults.Delay(TimeSpan.FromMicroseconds(20)),
+            Faults = new NetworkFaults(new LinkFaults(TimeSpan.FromMicroseconds(20), TimeSpan.FromMicroseconds(20), Duplicate: duplicate)),
             Drain = TimeSpan.FromMilliseconds(5),
             Explorer = choices.NextInteger,
             Mutants = mutants,

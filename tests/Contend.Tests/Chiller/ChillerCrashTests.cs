@@ -192,6 +192,7 @@ public class ChillerCrashTests(ITestOutputHelper output)
     [Theory]
     [InlineData(nameof(ChillerMutants.HostCommitsOnSend), 2, nameof(ChillerStep.InnerCommit))]
     [InlineData(nameof(ChillerMutants.DecideBeforeGather), 3, nameof(ChillerStep.InnerExecute))]
+    [InlineData(nameof(ChillerMutants.ServesBeforeCatchUp), 3, nameof(ChillerStep.InnerExecute))]
     public void Twin_recovery_that_loses_a_received_entry_is_caught(string mutant, int replicas, string step)
     {
         int caught = 0;
@@ -313,6 +314,27 @@ public class ChillerCrashTests(ITestOutputHelper output)
         long learned = steps.Where(s => s.Step == ChillerStep.CoordLearnCommit && ClusterTxnId.NodeOf(s.Txn) == 4).Select(s => s.Txn).Last();
         Assert.Contains(steps, s => s.Txn == learned && s.Step == ChillerStep.InnerCommit);
         Assert.DoesNotContain(steps, s => s.Txn == learned && s.Step == ChillerStep.OuterRelease);
+    }
+
+    /// <summary>The twin of ChillerMutantNoticeToPartition: a slot that takes an earlier attempt's
+    /// notice as its own commits what never ran, once a host left without replicas notifies all
+    /// it committed again.</summary>
+    [Fact]
+    public void Twin_coordinator_that_takes_an_unaddressed_notice_breaks_atomicity()
+    {
+        int caught = 0;
+        foreach (int occurrence in new[] { 1, 25, 120 })
+        {
+            var options = Options(2, new ChillerCrash(ChillerStep.ReplicaApply, occurrence, Node: 2)) with
+            {
+                Mutants = ChillerMutants.CoordinatorTakesUnaddressedNotice,
+                Drain = TimeSpan.FromMilliseconds(10),
+            };
+            var result = ChillerSimulation.Run(new Bank(100, 4), options, RunFor);
+            output.WriteLine($"after ReplicaApply #{occurrence}: {result.Run.Atomicity.FirstOrDefault() ?? "(nothing)"}");
+            if (result.Run.Atomicity.Count > 0) caught++;
+        }
+        Assert.True(caught > 0, "CoordinatorTakesUnaddressedNotice: no run of three broke atomicity");
     }
 
     /// <summary>The twin of takeover by an outer participant: a partition that decides alone when

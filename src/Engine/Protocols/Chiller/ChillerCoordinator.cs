@@ -40,10 +40,13 @@ internal sealed class ChillerCoordinator : SlotCoordinator
     AbortReason _reason;
     string? _failure;
 
+    readonly MutantFlag _takesUnaddressedNotice;
+
     public ChillerCoordinator(int node, int slot, ChillerCluster cluster, ITransactionSource source, ulong seed)
         : base(node, slot, cluster, source, seed)
     {
         _cluster = cluster;
+        _takesUnaddressedNotice = new MutantFlag(cluster.Options.Mutants, ChillerMutants.CoordinatorTakesUnaddressedNotice);
         _view = cluster.Membership.Current;
         _touched = new bool[cluster.Topology.Partitions];
         _waiting = new bool[cluster.Topology.Partitions];
@@ -158,9 +161,10 @@ internal sealed class ChillerCoordinator : SlotCoordinator
                 }
                 else if (_waitingCount == 0) Delegate();
                 break;
-            case InnerNotify m when m.Txn == Txn && _phase == Phase.Delegated && (_notified & (1UL << m.Copy)) == 0:
+            case InnerNotify m when (m.Txn == Txn || _takesUnaddressedNotice) && _phase == Phase.Delegated && (_notified & (1UL << m.Copy)) == 0:
                 _notified |= 1UL << m.Copy;
-                for (int i = 0; i < Ctx.Program.Ops.Length; i++)
+                // (Bounded by the notice's own results: the twin takes another attempt's, maybe another program's.)
+                for (int i = 0; i < Math.Min(Ctx.Program.Ops.Length, m.Results.Length); i++)
                     if (_regions.IsInner(i)) Ctx.Results[i] = m.Results[i];
                 if ((ExpectedNotifiers & ~_notified) == 0) LearnCommit();
                 break;

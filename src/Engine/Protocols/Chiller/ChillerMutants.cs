@@ -33,4 +33,14 @@ internal enum ChillerMutants
     /// of the spec's MutantOuterRelease (ChillerMutantOuterUnilateralAbort) after a coordinator's
     /// crash, which RecoverCoordinator's D7 rules out.</summary>
     OuterParticipantTakesOver = 32,
+    /// <summary>ChillerMutantServeBeforeCatchUp, and with it what D4's kept locks stand for: the
+    /// copy that takes over serves as soon as it has gathered, and applies the entries it gathered
+    /// but could not apply in order only 0.5 ms later; until then it grants locks on rows whose committed updates it lacks, and the
+    /// late apply overwrites what it served since (not serializable, replicas disagree).</summary>
+    ServesBeforeCatchUp = 64,
+    /// <summary>The engine's form of ChillerMutantNoticeToPartition (D2): a coordinator slot takes
+    /// an inner region's notification for any attempt of its own as for the one under way, so a
+    /// late or repeated notice of an earlier attempt (a host left without replicas notifies all
+    /// it committed again) commits an attempt whose inner region never ran (atomicity fails).</summary>
+    CoordinatorTakesUnaddressedNotice = 128,
 }

@@ -23,6 +23,7 @@ internal sealed class ChillerReplica(int node, int partition, int copy, Database
     /// <summary>The inner regions this copy applied, by transaction.</summary>
     readonly HashSet<long> _inner = new();
     readonly MutantFlag _decidesBeforeGather = new(cluster.Options.Mutants, ChillerMutants.DecideBeforeGather);
+    readonly MutantFlag _servesBeforeCatchUp = new(cluster.Options.Mutants, ChillerMutants.ServesBeforeCatchUp);
     long _applied;
     Gathering? _gathering;
 
@@ -185,12 +186,17 @@ internal sealed class ChillerReplica(int node, int partition, int copy, Database
     /// This copy applies what it holds, then takes over.</summary>
     void Decide()
     {
+        // The twin keeps what it gathered aside, takes over, and applies it half a millisecond later.
+        var late = _servesBeforeCatchUp ? _held.Values.ToList() : [];
+        if (late.Count > 0) _held.Clear();
         FlushSkippingGaps();
         cluster.Trace(ChillerStep.DecidePending, 0, partition, node);
         _gathering = null;
         if (cluster.IsDown(node)) return; // stopped right after deciding: the next survivor starts over
         Promoted = true;
         cluster.Promote(partition, this);
+        if (late.Count > 0)
+            cluster.Time.CreateTimer(_ => { foreach (var entry in late) Apply(entry); }, null, TimeSpan.FromMicroseconds(500), Timeout.InfiniteTimeSpan);
     }
 
     /// <summary>Applies every held entry in sequence order, skipping a number nobody holds: its
