@@ -2,7 +2,9 @@ namespace Contend.Engine.Cluster;
 
 /// <summary>One message on its way from one node to another. The message is a typed record
 /// of the protocol that sent it; the transport never looks inside.</summary>
-internal readonly record struct Envelope(int From, int To, object Message);
+/// <param name="Epoch">the view of the cluster the sender had when it sent, for a protocol whose
+/// receivers fence by it (<see cref="ClusterView.Epoch"/>); 0 for one that has no views</param>
+internal readonly record struct Envelope(int From, int To, object Message, long Epoch = 0);
 
 /// <summary>
 /// How nodes exchange messages: unordered, unreliable, asynchronous. A protocol must survive

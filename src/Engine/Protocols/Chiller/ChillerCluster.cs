@@ -86,9 +86,10 @@ internal sealed record ChillerOptions(ClusterTopology Topology, ChillerLookup Lo
 /// <param name="LogEntries">entries the primaries shipped to their replicas</param>
 /// <param name="Steps">how often each step ran</param>
 /// <param name="Crashed">the nodes the crash plan stopped, and when</param>
+/// <param name="Fenced">messages refused because the receiver's view had their sender cut off</param>
 internal sealed record ChillerRunResult(ClusterRunResult Run, IReadOnlyList<string> ReplicaDisagreements, long InnerCommits, long TwoRegionCommits,
                                         long DeferredBodies, long LogEntries, IReadOnlyDictionary<ChillerStep, long> Steps,
-                                        IReadOnlyList<(int Node, TimeSpan At)> Crashed);
+                                        IReadOnlyList<(int Node, TimeSpan At)> Crashed, long Fenced);
 
 /// <summary>
 /// Chiller over a simulated cluster: every partition's primary and replicas, every node's
@@ -135,7 +136,7 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
     /// <summary>Nodes that have stopped (crash-stop), whether or not the detector has noticed yet.</summary>
     readonly bool[] _down;
     /// <summary>The last view each node has learned.</summary>
-    readonly long[] _nodeEpoch;
+    readonly ClusterView[] _views;
 
     public ChillerCluster(IPartitionedWorkload workload, ChillerOptions options)
     {
@@ -148,7 +149,8 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
         _workers = options.Cpu is { } cpu ? new NodeWorkers(Topology.Nodes, cpu, Time) : null;
         _down = new bool[Topology.Nodes];
         _crashCounts = new int[options.Crashes.Count];
-        _nodeEpoch = new long[Topology.Nodes];
+        _views = new ClusterView[Topology.Nodes];
+        Array.Fill(_views, _membership.Current);
         _databases = new Database[Topology.Partitions];
         _primaries = new ChillerPrimary[Topology.Partitions];
         _allPrimaries = new List<ChillerPrimary>[Topology.Partitions];
@@ -318,7 +320,7 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
         var view = _membership.Propose(v => v with { Epoch = v.Epoch + 1, Recovering = v.Recovering.Where(p => p != partition).ToHashSet() });
         var committed = replica.InnerApplied.ToHashSet();
         for (int n = 0; n < Topology.Nodes; n++)
-            if (_coordinators[n].Length > 0) _transport.Send(new Envelope(replica.Node, n, new Elected(partition, view.Epoch, replica.Copy, committed)));
+            if (_coordinators[n].Length > 0) Send(replica.Node, n, new Elected(partition, view.Epoch, replica.Copy, committed));
         Trace(ChillerStep.ElectPrimary, 0, partition, replica.Node);
         foreach (long txn in recoveryCommits) Trace(ChillerStep.RecoveryCommit, txn, partition, replica.Node);
     }
@@ -326,8 +328,8 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
     /// <summary>A node learns a view: each of its components adjusts (in epoch order; a stopped node learns nothing).</summary>
     void OnView(int node, ClusterView view)
     {
-        if (_down[node] || view.Epoch <= _nodeEpoch[node]) return;
-        _nodeEpoch[node] = view.Epoch;
+        if (_down[node] || view.Epoch <= _views[node].Epoch) return;
+        _views[node] = view;
         foreach (var primary in _primaries)
             if (primary.Node == node) primary.OnView(view);
         foreach (var (p, copy) in Topology.CopiesOn(node))
@@ -352,11 +354,29 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
         _ => 0,
     };
 
+    /// <summary>Sends from <paramref name="from"/>, stamped with the view it has.</summary>
+    public void Send(int from, int to, object message) => _transport.Send(new Envelope(from, to, message, _views[from].Epoch));
+
+    /// <summary>Messages refused because their sender was cut off in the receiver's view.</summary>
+    public long Fenced { get; private set; }
+
     void Handle(int node, Envelope e)
     {
-        // A stopped node handles nothing; a closed channel delivers nothing (D2).
-        var cut = _membership.Current.CutOff;
-        if (_down[node] || cut.Contains(e.From) || cut.Contains(node)) return;
+        if (_down[node]) return; // a stopped node handles nothing
+        // A message from a later view than this node's: it learns that view first (as a process
+        // would read it from the membership service), so that it never answers a node of a newer
+        // view with an older one's state; in particular a survivor asked to gather has closed its
+        // channels to the crashed primary before it replies, and takes nothing from it after.
+        if (e.Epoch > _views[node].Epoch) OnView(node, _membership.Current);
+        // Fencing (D2): a closed channel delivers nothing. Nodes stop for good (crash-stop), so
+        // the receiver's own view naming the sender cut off is the epoch check: the sender was
+        // cut off in an epoch this node has learned, and every message it sent is refused.
+        var cut = _views[node].CutOff;
+        if (cut.Contains(e.From) || cut.Contains(node))
+        {
+            Fenced++;
+            return;
+        }
         switch (e.Message)
         {
             case LockOuter m: ToPrimary(node, m.Partition, e); break;
@@ -422,7 +442,7 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
                                        PartitionedHistory.Unfinished(_primaries.Select(p => p.Unfinished), _coordinators.Where((_, n) => !_down[n]).SelectMany(n => n)), Failures,
                                        Time.Fired, _transport.Sent, _transport.Dropped, _transport.Duplicated, MultiPartitionCommits);
         var steps = Enum.GetValues<ChillerStep>().ToDictionary(s => s, s => _steps[(int)s]);
-        return new ChillerRunResult(run, CheckReplicas(), InnerCommits, MultiPartitionCommits, DeferredBodies, LogEntries, steps, Crashed);
+        return new ChillerRunResult(run, CheckReplicas(), InnerCommits, MultiPartitionCommits, DeferredBodies, LogEntries, steps, Crashed, Fenced);
     }
 
 

@@ -283,6 +283,6 @@ internal sealed class ChillerCoordinator : SlotCoordinator
         }
         _sentTo[partition] = copy;
         if (message is Delegate) _delegatedTo = copy;
-        _cluster.Transport.Send(new Envelope(Node, _cluster.Topology.CopiesOf(partition)[copy], message));
+        _cluster.Send(Node, _cluster.Topology.CopiesOf(partition)[copy], message);
     }
 }

@@ -322,7 +322,7 @@ internal sealed class ChillerPrimary
         for (ulong r = _replicas; r != 0; r &= r - 1)
         {
             int copy = System.Numerics.BitOperations.TrailingZeroCount(r);
-            _cluster.Transport.Send(new Envelope(_node, copies[copy], entry with { Copy = copy, Seq = share.Seq }));
+            _cluster.Send(_node, copies[copy], entry with { Copy = copy, Seq = share.Seq });
         }
         return true;
     }
@@ -634,7 +634,7 @@ internal sealed class ChillerPrimary
     string Describe(TxnContext ctx, int op, Exception e) =>
         $"program {ctx.Program.Name}, op {ctx.Program.Ops[op].Name} on partition {_partition}: {e.GetType().Name}: {e.Message}";
 
-    void Send(int to, object message) => _cluster.Transport.Send(new Envelope(_node, to, message));
+    void Send(int to, object message) => _cluster.Send(_node, to, message);
 
     /// <summary>A share's phase: locking (step 3, and prepared), waiting for the acks of its
     /// prepared entry, of its inner region's entry, of its outer commit's or of its release's, or ended.</summary>

@@ -58,7 +58,7 @@ internal sealed class ChillerReplica(int node, int partition, int copy, Database
         {
             case Replicate m:
                 // Acknowledged on receipt, a doubled copy again (the primary ignores a second ack).
-                cluster.Transport.Send(new Envelope(node, from, new ReplicaAck(m.Txn, partition, copy, m.Seq)));
+                cluster.Send(node, from, new ReplicaAck(m.Txn, partition, copy, m.Seq));
                 if (Hold(m)) ApplyInOrder();
                 break;
             case GatherRequest m: OnGatherRequest(from, m); break;
@@ -108,7 +108,7 @@ internal sealed class ChillerReplica(int node, int partition, int copy, Database
             case EntryKind.Inner:
                 _inner.Add(m.Txn);
                 _outcomes[m.Txn] = true;
-                cluster.Transport.Send(new Envelope(node, ClusterTxnId.NodeOf(m.Txn), new InnerNotify(m.Txn, partition, copy, m.InnerResults!)));
+                cluster.Send(node, ClusterTxnId.NodeOf(m.Txn), new InnerNotify(m.Txn, partition, copy, m.InnerResults!));
                 break;
             case EntryKind.OuterPrepared:
                 _prepared[m.Txn] = m;
@@ -143,7 +143,7 @@ internal sealed class ChillerReplica(int node, int partition, int copy, Database
     }
 
     void OnGatherRequest(int from, GatherRequest m) =>
-        cluster.Transport.Send(new Envelope(node, from, new GatherReply(partition, m.Epoch, copy, _applied, _log.Values.Where(e => e.Seq >= m.FromSeq).ToArray())));
+        cluster.Send(node, from, new GatherReply(partition, m.Epoch, copy, _applied, _log.Values.Where(e => e.Seq >= m.FromSeq).ToArray()));
 
     void OnGatherReply(GatherReply m)
     {
@@ -172,7 +172,7 @@ internal sealed class ChillerReplica(int node, int partition, int copy, Database
         foreach (var entry in m.Entries)
             if (Hold(entry with { Copy = copy })) cluster.Trace(ChillerStep.GatherPending, entry.Txn, partition, node);
         FlushSkippingGaps();
-        cluster.Transport.Send(new Envelope(node, from, new GatherDone(partition, m.Epoch, copy)));
+        cluster.Send(node, from, new GatherDone(partition, m.Epoch, copy));
     }
 
     void OnGatherDone(GatherDone m)
@@ -216,7 +216,7 @@ internal sealed class ChillerReplica(int node, int partition, int copy, Database
     public long LastSeq => _log.Count == 0 ? _applied : Math.Max(_applied, _log.Keys.Max());
 
     void Send(int otherCopy, object message) =>
-        cluster.Transport.Send(new Envelope(node, cluster.Topology.CopiesOf(partition)[otherCopy], message));
+        cluster.Send(node, cluster.Topology.CopiesOf(partition)[otherCopy], message);
 
     sealed class Gathering(long epoch, HashSet<int> others, HashSet<int> replying)
     {
