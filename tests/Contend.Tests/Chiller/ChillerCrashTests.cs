@@ -306,6 +306,34 @@ public class ChillerCrashTests(ITestOutputHelper output)
         Assert.Equal(1, result.Steps[ChillerStep.ElectPrimary]);
     }
 
+    /// <summary>Two crashes with three copies, each group losing at most R - 1 = 2 of its copies, in
+    /// roles the other cases do not pair: both partitions' primaries; a primary and a replica of its
+    /// own partition (the survivors then one copy); a primary and another partition's replica; a
+    /// coordinator and a primary. Partition p's copy r on node 2r + p, the coordinators on nodes 6
+    /// and 7.</summary>
+    public static TheoryData<string, string, int, int, string, int, int> TwoCrashCases() => new()
+    {
+        { "both primaries", nameof(ChillerStep.InnerCommit), 8, 0, nameof(ChillerStep.OuterCommit), 8, 1 },
+        { "a primary and a replica of its partition", nameof(ChillerStep.InnerExecute), 8, 0, nameof(ChillerStep.ReplicaReceive), 20, 4 },
+        { "a primary and another partition's replica", nameof(ChillerStep.InnerCommit), 8, 0, nameof(ChillerStep.ReplicaApply), 20, 3 },
+        { "a coordinator and a primary", nameof(ChillerStep.CoordLearnCommit), 8, 6, nameof(ChillerStep.InnerExecute), 8, 1 },
+    };
+
+    [Theory]
+    [MemberData(nameof(TwoCrashCases))]
+    public void Two_crashes_in_different_roles_lose_nothing_committed(string what, string first, int firstOccurrence, int firstNode,
+                                                                      string second, int secondOccurrence, int secondNode)
+    {
+        var crashes = new[]
+        {
+            new ChillerCrash(Enum.Parse<ChillerStep>(first), firstOccurrence, firstNode),
+            new ChillerCrash(Enum.Parse<ChillerStep>(second), secondOccurrence, secondNode),
+        };
+        var result = RunWithCrashes(CoordinatorOptions(3, crashes), $"R=3, {what}: node {firstNode} after {first} #{firstOccurrence}, node {secondNode} after {second} #{secondOccurrence}");
+        Assert.Equal(new[] { firstNode, secondNode }.Order(), result.Crashed.Select(c => c.Node).Order());
+        Assert.Equal(2, result.Steps[ChillerStep.CloseChannels] + result.Steps[ChillerStep.RecoverReplica]);
+    }
+
     /// <summary>The coordinator's successor is the node the paper names, and it is the one that
     /// acts: in a run where the crashed coordinator had learned commits it never sent, the outer
     /// partitions learn them from the inner host, and the run commits them everywhere.</summary>
