@@ -6,6 +6,7 @@ using Contend.Engine.Programs;
 using Contend.Engine.Protocols.Chiller;
 using Contend.Engine.Runtime;
 using Contend.Engine.Storage;
+using Contend.Tests.TwoPhaseCommit;
 
 namespace Contend.Coyote.Chiller;
 
@@ -264,20 +265,10 @@ public static class ChillerTraces
             for (long a = 0; a < 4; a++)
                 if (map.PartitionOf(account.Id, a) == partition)
                     BinaryPrimitives.WriteInt64LittleEndian(account.Payload(account.Load(a)), Opening);
+            // The bank's bodies; the credit here reads nothing of the debit, so it runs in step 3.
             _transfer = new ProgramBuilder("transfer", db, 3)
-                .Write("debit", "account", KeySource.FromArg(0), (row, args, _) =>
-                {
-                    long balance = BinaryPrimitives.ReadInt64LittleEndian(row);
-                    if (balance < args[2]) return TxnProgram.UserAbort;
-                    BinaryPrimitives.WriteInt64LittleEndian(row, balance - args[2]);
-                    return balance - args[2];
-                })
-                .Write("credit", "account", KeySource.FromArg(1), (row, args, _) =>
-                {
-                    long balance = BinaryPrimitives.ReadInt64LittleEndian(row) + args[2];
-                    BinaryPrimitives.WriteInt64LittleEndian(row, balance);
-                    return balance;
-                })
+                .Write("debit", "account", KeySource.FromArg(0), Bank.Debit)
+                .Write("credit", "account", KeySource.FromArg(1), Bank.Credit)
                 .Build();
         }
 

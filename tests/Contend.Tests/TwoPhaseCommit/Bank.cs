@@ -31,6 +31,24 @@ internal sealed class Bank(int accounts, int hot, long throwingKey = -1) : IPart
 
     public long LoadedSum => _accounts * Opening;
 
+    /// <summary>A transfer's debit of args[2] from the row's balance, refused (a user abort) when it
+    /// would go below zero.</summary>
+    internal static readonly OpBody Debit = (row, args, _) =>
+    {
+        long balance = BinaryPrimitives.ReadInt64LittleEndian(row);
+        if (balance < args[2]) return TxnProgram.UserAbort;
+        BinaryPrimitives.WriteInt64LittleEndian(row, balance - args[2]);
+        return balance - args[2];
+    };
+
+    /// <summary>A transfer's credit of args[2] to the row's balance; never refuses.</summary>
+    internal static readonly OpBody Credit = (row, args, _) =>
+    {
+        long balance = BinaryPrimitives.ReadInt64LittleEndian(row) + args[2];
+        BinaryPrimitives.WriteInt64LittleEndian(row, balance);
+        return balance;
+    };
+
     public void Load(Database db, int partition, IPartitionMap map)
     {
         var account = db.Create("account", sizeof(long), _accounts + 4096);
@@ -38,19 +56,8 @@ internal sealed class Bank(int accounts, int hot, long throwingKey = -1) : IPart
             if (map.PartitionOf(account.Id, a) == partition)
                 BinaryPrimitives.WriteInt64LittleEndian(account.Payload(account.Load(a)), Opening);
         var transfer = new ProgramBuilder("transfer", db, 3)
-            .Write("debit", "account", KeySource.FromArg(0), (row, args, _) =>
-            {
-                long balance = BinaryPrimitives.ReadInt64LittleEndian(row);
-                if (balance < args[2]) return TxnProgram.UserAbort;
-                BinaryPrimitives.WriteInt64LittleEndian(row, balance - args[2]);
-                return balance - args[2];
-            })
-            .Write("credit", "account", KeySource.FromArg(1), (row, args, _) =>
-            {
-                long balance = BinaryPrimitives.ReadInt64LittleEndian(row) + args[2];
-                BinaryPrimitives.WriteInt64LittleEndian(row, balance);
-                return balance;
-            }, "debit")
+            .Write("debit", "account", KeySource.FromArg(0), Debit)
+            .Write("credit", "account", KeySource.FromArg(1), Credit, "debit")
             // Under Chiller the credit can run after the inner region (the debit) commits.
             .NeverAborts("credit")
             .Build();
