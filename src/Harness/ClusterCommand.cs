@@ -173,6 +173,37 @@ internal static class ClusterCommand
         return command;
     }
 
+    /// <summary>The options of <c>contend run</c> that mean the same in the cluster: the workload, its
+    /// ycsb and tpcc knobs, the run's length, seed and check.</summary>
+    static readonly string[] CarriedFromRun =
+        ["--workload", "--seconds", "--seed", "--check", "--rows", "--requests", "--read-fraction", "--theta", "--warehouses", "--remote", "--no-inserts"];
+
+    /// <summary>
+    /// <c>contend run --protocol Chiller</c>: Chiller runs only across the partitions of a cluster, so
+    /// the run is this command's, on its default cluster, with the options that mean the same here.
+    /// </summary>
+    /// <remarks>Decision: the run is forwarded rather than built a second time. An option of
+    /// <c>contend run</c> that means something else here (<c>--threads</c> counts this machine's
+    /// workers, <c>--partitions</c> YCSB's key ranges, <c>--seconds</c> wall time) is refused, not
+    /// reinterpreted; <c>--seconds</c> is carried and printed as virtual seconds.</remarks>
+    public static int RunChillerFor(ParseResult run)
+    {
+        var args = new List<string> { "--protocol", "Chiller" };
+        foreach (var given in run.CommandResult.Children.OfType<System.CommandLine.Parsing.OptionResult>().Where(o => !o.Implicit))
+        {
+            string name = given.Option.Name;
+            if (name == "--protocol") continue;
+            if (!CarriedFromRun.Contains(name))
+                throw new UsageException($"{name} does not apply to Chiller, which runs on a simulated cluster in virtual time: contend cluster --protocol Chiller has its knobs");
+            args.Add(name);
+            args.AddRange(given.Tokens.Select(t => t.Value));
+        }
+        Console.WriteLine($"Chiller runs across the partitions of a simulated cluster: contend cluster {string.Join(' ', args)}");
+        var parsed = Create().Parse(args);
+        if (parsed.Errors.Count > 0) throw new UsageException(parsed.Errors[0].Message);
+        return parsed.Invoke(new InvocationConfiguration { EnableDefaultExceptionHandler = false });
+    }
+
     static TimeSpan Micros(string option, double us)
     {
         if (!(us > 0) || us > 1_000_000) throw new UsageException($"{option} {us.ToString(CultureInfo.InvariantCulture)}: must be in (0, 1000000]");

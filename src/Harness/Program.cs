@@ -11,7 +11,7 @@ using Spectre.Console;
 // contend: runs the engine's protocols over its workloads (../../shared/DESIGN.md, "Runner").
 // Exit codes: 0 done, 1 a check failed, 2 bad input (one line naming the problem).
 
-var protocol = new Option<string>("--protocol") { Description = $"one of {string.Join(", ", ProtocolRegistry.Names)}", Required = true };
+var protocol = new Option<string>("--protocol") { Description = $"one of {string.Join(", ", ProtocolRegistry.Names)}, or Chiller (on the simulated cluster of contend cluster)", Required = true };
 var workloadName = new Option<string>("--workload") { Description = "ycsb, stealdb or tpcc", DefaultValueFactory = _ => "ycsb" };
 var threads = new Option<int>("--threads") { Description = "worker threads, one pinned per core", DefaultValueFactory = _ => 2 };
 var seconds = new Option<double>("--seconds") { Description = "measured seconds", DefaultValueFactory = _ => 5 };
@@ -30,6 +30,7 @@ var run = new Command("run", "run one protocol on one workload and print a summa
 knobs.AddTo(run);
 run.SetAction(parse =>
 {
+    if (parse.GetValue(protocol)!.Equals("Chiller", StringComparison.OrdinalIgnoreCase)) return ClusterCommand.RunChillerFor(parse);
     string? prefix = parse.GetValue(output);
     if (prefix is not null) Runner.CheckWritable(prefix);
     var options = Options(parse.GetValue(threads), parse.GetValue(seconds), parse.GetValue(warmup), parse.GetValue(check), !parse.GetValue(noPin), parse.GetValue(seed));

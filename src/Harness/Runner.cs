@@ -20,11 +20,7 @@ internal sealed record RunRow(string Protocol, string Workload, string Config, i
 /// <summary>Runs one protocol over one freshly loaded workload, and checks its history when asked.</summary>
 internal static class Runner
 {
-    /// <summary>An unknown name's error; Chiller's points to the command that runs it.</summary>
-    static UsageException UnknownProtocol(string name) =>
-        new(name.Equals("Chiller", StringComparison.OrdinalIgnoreCase)
-            ? $"--protocol {name}: Chiller runs across the partitions of a cluster: contend cluster --protocol Chiller"
-            : ProtocolRegistry.Unknown(name));
+    static UsageException UnknownProtocol(string name) => new(ProtocolRegistry.Unknown(name));
 
     /// <param name="protocolOptions">the protocol's knobs (<see cref="ProtocolDescriptor.OptionsType"/>); null: its defaults</param>
     public static RunRow RunOne(string protocolName, Func<IWorkload> makeWorkload, RunOptions options, Action<double>? progress = null,

@@ -36,7 +36,9 @@ public class CommandLineTests
     [InlineData("--workers 2000: must be in 0..1024", "cluster", "--protocol", "NoWait", "--workers", "2000")]
     [InlineData("--op-cost-us -1: must be in [0, 1000000]", "cluster", "--protocol", "Chiller", "--workers", "2", "--op-cost-us", "-1")]
     [InlineData("topology: 4 copies of each partition on 3 nodes, must be 1..3 (no two copies on one node)", "cluster", "--protocol", "Chiller", "--nodes", "3", "--replicas", "4")]
-    [InlineData("--protocol Chiller: Chiller runs across the partitions of a cluster: contend cluster --protocol Chiller", "run", "--protocol", "Chiller")]
+    [InlineData("--threads does not apply to Chiller, which runs on a simulated cluster in virtual time: contend cluster --protocol Chiller has its knobs", "run", "--protocol", "Chiller", "--threads", "4")]
+    [InlineData("--partitions does not apply to Chiller, which runs on a simulated cluster in virtual time: contend cluster --protocol Chiller has its knobs", "run", "--protocol", "Chiller", "--partitions", "4")]
+    [InlineData("--workload stealdb: the cluster runs ycsb or tpcc", "run", "--protocol", "Chiller", "--workload", "stealdb")]
     [InlineData("topology: 300 nodes, must be 1..256", "cluster", "--protocol", "NoWait", "--nodes", "300")]
     [InlineData("--network-delay-us 0: must be in (0, 1000000]", "cluster", "--protocol", "Silo", "--network-delay-us", "0")]
     [InlineData("--warehouses is a tpcc knob; this run's workload is ycsb", "cluster", "--protocol", "Silo", "--warehouses", "4")]
@@ -84,6 +86,23 @@ public class CommandLineTests
         Assert.Contains("2 workers a node, 1 us a message + 1 us an op", output);
         Assert.Matches(@"[1-9][\d,]* inner commits, (?!0\.0 ?%)[\d.]+ ?% of commits in two regions", output);
         Assert.Matches(@"checked: [1-9][\d,]* transactions, 0 anomalies, 0 atomicity violations, 0 unfinished, 0 replica disagreements", output);
+    }
+
+    [Fact]
+    public void RunOfChillerIsTheClusterRunWithTheOptionsThatMeanTheSame()
+    {
+        var (code, output, _) = Contend("run", "--protocol", "Chiller", "--workload", "tpcc", "--warehouses", "4", "--seconds", "0.01", "--seed", "3", "--check");
+        Assert.Equal(0, code);
+        Assert.Contains("contend cluster --protocol Chiller --workload tpcc --warehouses 4 --seconds 0.01 --seed 3 --check", output);
+        Assert.Contains("Chiller: 2 nodes, 2 partitions, 1 copy each, hot tables: 0, 1", output);
+        Assert.Contains("0.01 virtual s", output);
+        Assert.Matches(@"checked: [1-9][\d,]* transactions, 0 anomalies, 0 atomicity violations, 0 unfinished, 0 replica disagreements", output);
+        var (clusterCode, clusterOutput, _) = Contend("cluster", "--protocol", "Chiller", "--workload", "tpcc", "--warehouses", "4", "--seconds", "0.01", "--seed", "3", "--check");
+        Assert.Equal(0, clusterCode);
+        // The same seeded simulation: the figures agree line for line, apart from this machine's time.
+        static string Figures(string text) => System.Text.RegularExpressions.Regex.Replace(
+            text[text.IndexOf("Chiller: ", StringComparison.Ordinal)..], @"events in [\d.]+ s of this machine", "");
+        Assert.Equal(Figures(clusterOutput), Figures(output));
     }
 
     [Fact]
