@@ -31,20 +31,49 @@ spec Atomicity observes eOutcome, eCoordDecided {
 }
 
 // ReplicaAgreementInv, as the log sees it: every copy applies its partition's entries one after
-// another, each the entry its primary logged under that number.
-spec ReplicaAgreement observes eLogged, eApplied {
+// another, each the entry its primary logged under that number, skipping (D5) only a number no
+// live copy applied; a primary never logs again, as another transaction, a number a live copy
+// applied (a new primary numbers after everything the survivors hold).
+spec ReplicaAgreement observes eLogged, eApplied, eSkipped, eCopyCrashed {
   var logged: map[(int, int), int];
+  var appliedAs: map[(int, int), map[int, int]];   // (partition, number) -> copy -> transaction
   var last: map[(int, int), int];
+  var dead: set[(int, int)];
   start state Watching {
-    on eLogged do (l: (p: int, sq: int, t: int)) { logged[(l.p, l.sq)] = l.t; }
+    on eLogged do (l: (p: int, sq: int, t: int)) {
+      var c: int;
+      if ((l.p, l.sq) in appliedAs) {
+        foreach (c in keys(appliedAs[(l.p, l.sq)])) {
+          assert (l.p, c) in dead || appliedAs[(l.p, l.sq)][c] == l.t,
+            format("ReplicaAgreementInv: partition {0} logged entry {1} as transaction {2}, which its copy {3} applied as transaction {4}", l.p, l.sq, l.t, c, appliedAs[(l.p, l.sq)][c]);
+        }
+      }
+      logged[(l.p, l.sq)] = l.t;
+    }
     on eApplied do (a: (p: int, copy: int, sq: int, t: int)) {
-      var before: int;
-      if ((a.p, a.copy) in last) { before = last[(a.p, a.copy)]; }
-      assert a.sq == before + 1, format("ReplicaAgreementInv: copy {0} of partition {1} applied entry {2} after {3}", a.copy, a.p, a.sq, before);
+      Next(a.p, a.copy, a.sq);
       assert (a.p, a.sq) in logged && logged[(a.p, a.sq)] == a.t,
         format("ReplicaAgreementInv: copy {0} of partition {1} applied entry {2} as transaction {3}, which the primary did not log so", a.copy, a.p, a.sq, a.t);
-      last[(a.p, a.copy)] = a.sq;
+      if (!((a.p, a.sq) in appliedAs)) { appliedAs[(a.p, a.sq)] = default(map[int, int]); }
+      appliedAs[(a.p, a.sq)][a.copy] = a.t;
     }
+    on eSkipped do (k: (p: int, copy: int, sq: int)) {
+      var c: int;
+      Next(k.p, k.copy, k.sq);
+      if ((k.p, k.sq) in appliedAs) {
+        foreach (c in keys(appliedAs[(k.p, k.sq)])) {
+          assert (k.p, c) in dead, format("ReplicaAgreementInv: copy {0} of partition {1} skipped entry {2}, which its live copy {3} applied", k.copy, k.p, k.sq, c);
+        }
+      }
+    }
+    on eCopyCrashed do (c: (p: int, copy: int)) { dead += ((c.p, c.copy)); }
+  }
+
+  fun Next(p: int, copy: int, sq: int) {
+    var before: int;
+    if ((p, copy) in last) { before = last[(p, copy)]; }
+    assert sq == before + 1, format("ReplicaAgreementInv: copy {0} of partition {1} took entry {2} after {3}", copy, p, sq, before);
+    last[(p, copy)] = sq;
   }
 }
 
@@ -67,16 +96,23 @@ spec Termination observes eConfig, eTxnEnded, eCoordStopped {
 
 // TerminationProp for the partitions: every share a partition opened (locks granted, or a
 // delegation taken) it eventually ends, a crashed coordinator's too.
-spec SharesEnd observes eShareOpened, eOutcome {
+// A crashed primary's shares are gone with it; its successor opens again those its log kept.
+spec SharesEnd observes eShareOpened, eOutcome, eSharesLost {
   var open: set[(int, int)];
   start cold state Idle {
     on eShareOpened do (s: (t: int, p: int)) { open += ((s.t, s.p)); goto Open; }
-    ignore eOutcome;
+    ignore eOutcome, eSharesLost;
   }
   hot state Open {
     on eShareOpened do (s: (t: int, p: int)) { open += ((s.t, s.p)); }
     on eOutcome do (o: (t: int, p: int, committed: bool)) {
       open -= ((o.t, o.p));
+      if (sizeof(open) == 0) { goto Idle; }
+    }
+    on eSharesLost do (p: int) {
+      var s: (int, int); var gone: set[(int, int)];
+      foreach (s in open) { if (s.1 == p) { gone += (s); } }
+      foreach (s in gone) { open -= (s); }
       if (sizeof(open) == 0) { goto Idle; }
     }
   }
@@ -96,8 +132,19 @@ spec TakeoverCommitReachable observes eTakenOver {
   }
 }
 
-spec ReplicaCrashReachable observes eReplicaCrashed {
+spec ReplicaCrashReachable observes eCopyCrashed {
   start state Watching {
-    on eReplicaCrashed do (c: (p: int, copy: int)) { assert false, format("ReplicaCrashReachable: copy {0} of partition {1} crashed", c.copy, c.p); }
+    on eCopyCrashed do (c: (p: int, copy: int)) { assert false, format("ReplicaCrashReachable: copy {0} of partition {1} crashed", c.copy, c.p); }
+  }
+}
+
+// RecoveryCommit: a new primary holds an inner region its crashed host had not committed.
+spec RecoveryCommitReachable observes eOutcome, eRecoveryCommit {
+  var committed: set[(int, int)];
+  start state Watching {
+    on eOutcome do (o: (t: int, p: int, committed: bool)) { if (o.committed) { committed += ((o.t, o.p)); } }
+    on eRecoveryCommit do (r: (t: int, p: int)) {
+      assert (r.t, r.p) in committed, format("RecoveryCommitReachable: the new primary of partition {0} commits transaction {1}, which its crashed host had not", r.p, r.t);
+    }
   }
 }

@@ -19,7 +19,9 @@ fun ThreeCrossing(): seq[TxnSpec] {
   return s;
 }
 
-fun NoMutants(): Mutants { return (outerUnilateralAbort = false, waitForCutOffReplica = false, participantTakesOver = false); }
+fun NoMutants(): Mutants {
+  return (outerUnilateralAbort = false, waitForCutOffReplica = false, participantTakesOver = false, decideBeforeGather = false, hostCommitsOnSend = false);
+}
 
 fun Cfg(copies: int, mayCrash: set[(int, int)], m: Mutants): Config {
   return (txns = ThreeCrossing(), partOf = PartOf(), parts = 2, copies = copies, mayCrash = mayCrash, coordMayCrash = default(set[int]), mutants = m);
@@ -32,8 +34,8 @@ fun CoordCrashes(c: Config): Config {
 }
 
 fun Launch(cfg: Config) {
-  var manager: machine; var primaries: seq[machine]; var watchers: seq[machine];
-  var replicas: map[int, machine]; var p: int; var c: int; var t: int;
+  var manager: machine; var primaries: seq[machine]; var coordinators: seq[machine];
+  var replicas: map[int, machine]; var all: map[int, map[int, machine]]; var p: int; var c: int; var t: int;
   announce eConfig, cfg;
   manager = new Manager();
   while (p < cfg.parts) { primaries += (p, new Primary()); p = p + 1; }
@@ -41,20 +43,25 @@ fun Launch(cfg: Config) {
   while (p < cfg.parts) {
     replicas = default(map[int, machine]);
     c = 1;
-    while (c < cfg.copies) { replicas[c] = new Replica((cfg = cfg, p = p, copy = c, manager = manager)); c = c + 1; }
-    send primaries[p], eReplicaMachines, (cfg = cfg, p = p, replicas = replicas, primaries = primaries);
-    watchers += (sizeof(watchers), primaries[p]);
+    while (c < cfg.copies) { replicas[c] = new Replica((cfg = cfg, p = p, copy = c, manager = manager, primaries = primaries)); c = c + 1; }
+    send primaries[p], eStart, (cfg = cfg, p = p, manager = manager, replicas = replicas, primaries = primaries);
+    all[p] = replicas;
     p = p + 1;
   }
   while (t < sizeof(cfg.txns)) {
-    watchers += (sizeof(watchers), new Coordinator((cfg = cfg, t = t, primaries = primaries, manager = manager)));
+    coordinators += (t, new Coordinator((cfg = cfg, t = t, primaries = primaries, manager = manager)));
     t = t + 1;
   }
-  send manager, eWatchers, (cfg = cfg, watchers = watchers, primaries = primaries);
+  send manager, eWatchers, (cfg = cfg, coordinators = coordinators, primaries = primaries, replicas = all);
 }
 
 fun Crash1(): set[(int, int)] { var s: set[(int, int)]; s += ((0, 1)); return s; }
 fun Crash2(): set[(int, int)] { var s: set[(int, int)]; s += ((0, 1)); s += ((0, 2)); return s; }
+// Partition 0's primary; with three copies also copy 1, the first candidate of its recovery and
+// then its new primary; both partitions' primaries.
+fun PrimaryCrash(): set[(int, int)] { var s: set[(int, int)]; s += ((0, 0)); return s; }
+fun PrimaryAndCandidateCrash(): set[(int, int)] { var s: set[(int, int)]; s += ((0, 0)); s += ((0, 1)); return s; }
+fun BothPrimariesCrash(): set[(int, int)] { var s: set[(int, int)]; s += ((0, 0)); s += ((1, 0)); return s; }
 
 machine TestTwoCopies { start state Init { entry { Launch(Cfg(2, default(set[(int, int)]), NoMutants())); } } }
 machine TestReplicaCrash { start state Init { entry { Launch(Cfg(2, Crash1(), NoMutants())); } } }
@@ -72,6 +79,18 @@ machine TestMutantParticipantTakesOver {
   start state Init { entry { var m: Mutants; m = NoMutants(); m.participantTakesOver = true; Launch(CoordCrashes(Cfg(2, default(set[(int, int)]), m))); } }
 }
 
+machine TestPrimaryCrash { start state Init { entry { Launch(Cfg(2, PrimaryCrash(), NoMutants())); } } }
+machine TestPrimaryCrashThreeCopies { start state Init { entry { Launch(Cfg(3, PrimaryCrash(), NoMutants())); } } }
+machine TestPrimaryAndCandidateCrash { start state Init { entry { Launch(Cfg(3, PrimaryAndCandidateCrash(), NoMutants())); } } }
+machine TestBothPrimariesCrash { start state Init { entry { Launch(Cfg(2, BothPrimariesCrash(), NoMutants())); } } }
+machine TestPrimaryAndCoordinatorCrash { start state Init { entry { Launch(CoordCrashes(Cfg(2, PrimaryCrash(), NoMutants()))); } } }
+machine TestMutantDecideBeforeGather {
+  start state Init { entry { var m: Mutants; m = NoMutants(); m.decideBeforeGather = true; Launch(Cfg(3, PrimaryCrash(), m)); } }
+}
+machine TestMutantHostCommitsOnSend {
+  start state Init { entry { var m: Mutants; m = NoMutants(); m.hostCommitsOnSend = true; Launch(Cfg(2, PrimaryCrash(), m)); } }
+}
+
 test tcTwoCopies [main=TestTwoCopies]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestTwoCopies, Coordinator, Primary, Replica, Manager };
 test tcReplicaCrash [main=TestReplicaCrash]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestReplicaCrash, Coordinator, Primary, Replica, Manager };
 test tcTwoReplicaCrashes [main=TestTwoReplicaCrashes]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestTwoReplicaCrashes, Coordinator, Primary, Replica, Manager };
@@ -84,3 +103,11 @@ test tcCoordinatorCrash [main=TestCoordinatorCrash]: assert Atomicity, ReplicaAg
 test tcCoordinatorAndReplicaCrash [main=TestCoordinatorAndReplicaCrash]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestCoordinatorAndReplicaCrash, Coordinator, Primary, Replica, Manager };
 test tcMutantParticipantTakesOver [main=TestMutantParticipantTakesOver]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestMutantParticipantTakesOver, Coordinator, Primary, Replica, Manager };
 test tcCoordinatorCrashTakeoverReachable [main=TestCoordinatorCrash]: assert TakeoverCommitReachable in { TestCoordinatorCrash, Coordinator, Primary, Replica, Manager };
+test tcPrimaryCrash [main=TestPrimaryCrash]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestPrimaryCrash, Coordinator, Primary, Replica, Manager };
+test tcPrimaryCrashThreeCopies [main=TestPrimaryCrashThreeCopies]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestPrimaryCrashThreeCopies, Coordinator, Primary, Replica, Manager };
+test tcPrimaryAndCandidateCrash [main=TestPrimaryAndCandidateCrash]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestPrimaryAndCandidateCrash, Coordinator, Primary, Replica, Manager };
+test tcBothPrimariesCrash [main=TestBothPrimariesCrash]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestBothPrimariesCrash, Coordinator, Primary, Replica, Manager };
+test tcPrimaryAndCoordinatorCrash [main=TestPrimaryAndCoordinatorCrash]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestPrimaryAndCoordinatorCrash, Coordinator, Primary, Replica, Manager };
+test tcMutantDecideBeforeGather [main=TestMutantDecideBeforeGather]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestMutantDecideBeforeGather, Coordinator, Primary, Replica, Manager };
+test tcMutantHostCommitsOnSend [main=TestMutantHostCommitsOnSend]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestMutantHostCommitsOnSend, Coordinator, Primary, Replica, Manager };
+test tcPrimaryCrashRecoveryCommitReachable [main=TestPrimaryCrash]: assert RecoveryCommitReachable in { TestPrimaryCrash, Coordinator, Primary, Replica, Manager };
