@@ -32,10 +32,14 @@
 (*    LogApplied holds there.                                             *)
 (*  - The spec's transactions may abort only at the inner host             *)
 (*    (MayAbort): the recorded programs' outer bodies never abort.         *)
-(*  - A primary's failure and a coordinator's are not traced: the engine's *)
-(*    recovery gathers by messages and decides per partition, which is    *)
-(*    finer than the spec's GatherPending and DecidePending steps; the     *)
-(*    crash matrix, Coyote and the P model check those.  A replica's is.   *)
+(*  - A replica's failure is traced, and a primary's with one survivor:   *)
+(*    with more, the engine gathers by messages (a request, a reply, a     *)
+(*    fill per survivor), finer than the spec's GatherPending step.  The   *)
+(*    recorded primary's crash keeps coordinators off its node, so that it *)
+(*    is one Crash.  A coordinator's failure is not traced: its successor  *)
+(*    does not finish the transaction as the spec's (proofs/Chiller.md,    *)
+(*    item 7: each share asks for the outcome).  The crash matrix, Coyote  *)
+(*    and the P model check those.                                         *)
 (***************************************************************************)
 EXTENDS Chiller, TLC
 
@@ -127,6 +131,25 @@ TraceRecoverReplica(e) ==
     /\ e.kind = "RecoverReplica"
     /\ RecoverReplica(<<e.p, e.c>>)
 
+\* Section 5.2's recovery of partition e.p's crashed primary, copy e.c.
+TraceCloseChannels(e) ==
+    /\ e.kind = "CloseChannels"
+    /\ CloseChannels(<<e.p, e.c>>)
+
+TraceDecidePending(e) ==
+    /\ e.kind = "DecidePending"
+    /\ DecidePending(e.p)
+
+\* The survivor elected is the copy recorded.
+TraceElectPrimary(e) ==
+    /\ e.kind = "ElectPrimary"
+    /\ ElectPrimary(e.p)
+    /\ primary'[e.p] = e.c
+
+TraceRecoveryCommit(e) ==
+    /\ e.kind = "RecoveryCommit"
+    /\ RecoveryCommit(e.t)
+
 \* The event at l names its action; every other Trace action fails on its kind.
 TraceNext ==
     /\ l <= Len(TraceLog)
@@ -137,6 +160,7 @@ TraceNext ==
          \/ TraceCoordLearnCommit(e) \/ TraceCoordLearnAbort(e)
          \/ TraceOuterCommit(e) \/ TraceOuterRelease(e) \/ TraceCoordFinish(e)
          \/ TraceCrash(e) \/ TraceRecoverReplica(e)
+         \/ TraceCloseChannels(e) \/ TraceDecidePending(e) \/ TraceElectPrimary(e) \/ TraceRecoveryCommit(e)
     /\ Consume
 
 TraceSpec == TraceInit /\ [][TraceNext]_traceVars

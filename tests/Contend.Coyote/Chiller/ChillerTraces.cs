@@ -27,7 +27,7 @@ namespace Contend.Coyote.Chiller;
 public static class ChillerTraces
 {
     sealed record TraceCase(string Name, int Replicas, ChillerMutants Mutant, ChillerCrash[] Crashes, string Shows,
-                            Func<List<ChillerEvent>, bool> Wanted)
+                            Func<List<ChillerEvent>, bool> Wanted, IReadOnlyList<int>? CoordinatorNodes = null)
     {
         public bool Twin => Mutant != ChillerMutants.None;
     }
@@ -37,6 +37,9 @@ public static class ChillerTraces
     /// <summary>A transaction committed that locked a record on the outer partition.</summary>
     static bool TwoRegionCommit(List<ChillerEvent> events) =>
         events.Where(e => e.Step == ChillerStep.OuterCommit).Any(e => events.Any(d => d.Txn == e.Txn && d.Step == ChillerStep.CoordFinish));
+
+    // Declared before the cases, which read it as they are built.
+    static readonly ChillerCrash PrimaryStopsAfterItsSecondInnerRegion = new(ChillerStep.InnerExecute, 2, Node: 0);
 
     static readonly TraceCase[] Cases =
     [
@@ -50,6 +53,13 @@ public static class ChillerTraces
             "partition 0's replica stops after its third receipt; RecoverReplica; the host, left alone, commits and notifies (D6)",
             e => e.Any(x => x.Step is null) && Has(e, ChillerStep.RecoverReplica)
                  && e.SkipWhile(x => x.Step != ChillerStep.RecoverReplica).Any(x => x.Step == ChillerStep.CoordFinish) && TwoRegionCommit(e)),
+        // Coordinators only on partition 1's primary (node 1), so that partition 0's primary (node 0)
+        // stopping is one crash, the spec's Crash of one copy.
+        new("ChillerTracePrimaryCrash", 2, ChillerMutants.None, [PrimaryStopsAfterItsSecondInnerRegion],
+            "partition 0's primary, every transfer's inner host, stops after running an inner region; CloseChannels, DecidePending, ElectPrimary, RecoveryCommit of what its replica received; transfers go on at the new primary",
+            e => Has(e, ChillerStep.RecoveryCommit) && e.SkipWhile(x => x.Step != ChillerStep.ElectPrimary).Any(x => x.Step == ChillerStep.InnerCommit)
+                 && e.SkipWhile(x => x.Step != ChillerStep.ElectPrimary).Any(x => x.Step == ChillerStep.CoordFinish),
+            CoordinatorNodes: [1]),
         new("ChillerTraceTwinHostCommitsOnSend", 2, ChillerMutants.HostCommitsOnSend, [],
             "twin: the inner host commits before its replica has the entry",
             e => e.Any(c => c.Step == ChillerStep.InnerCommit
@@ -123,6 +133,7 @@ public static class ChillerTraces
             DetectionDelay = TimeSpan.FromMicroseconds(30),
             Drain = TimeSpan.FromMilliseconds(2),
             Crashes = c.Crashes,
+            CoordinatorNodes = c.CoordinatorNodes,
             Mutants = c.Mutant,
             Observer = e =>
             {
@@ -182,7 +193,8 @@ public static class ChillerTraces
         ChillerStep.CoordLockOuter, ChillerStep.CoordLockDenied, ChillerStep.CoordDelegate, ChillerStep.InnerExecute,
         ChillerStep.InnerReject, ChillerStep.InnerCommit, ChillerStep.ReplicaReceive, ChillerStep.ReplicaApply,
         ChillerStep.CoordLearnCommit, ChillerStep.CoordLearnAbort, ChillerStep.OuterCommit, ChillerStep.OuterRelease,
-        ChillerStep.CoordFinish, ChillerStep.RecoverReplica,
+        ChillerStep.CoordFinish, ChillerStep.RecoverReplica, ChillerStep.CloseChannels, ChillerStep.DecidePending,
+        ChillerStep.ElectPrimary, ChillerStep.RecoveryCommit,
     ];
 
     /// <summary>The run as a module extending ChillerTrace: attempts numbered 1, 2, ... in the order
@@ -212,7 +224,8 @@ public static class ChillerTraces
                 if (step is ChillerStep.ReplicaReceive or ChillerStep.ReplicaApply && (!innerOf.TryGetValue(e.Txn, out int inner) || inner != e.Partition)) continue;
                 kind = step.ToString();
             }
-            bool copyStep = e.Step is null or ChillerStep.ReplicaReceive or ChillerStep.ReplicaApply or ChillerStep.RecoverReplica;
+            bool copyStep = e.Step is null or ChillerStep.ReplicaReceive or ChillerStep.ReplicaApply or ChillerStep.RecoverReplica
+                                      or ChillerStep.CloseChannels or ChillerStep.ElectPrimary;
             string reads = string.Join(", ", e.Reads.Select(r => $"<<{r.Key}, {(r.Version == 0 ? "InitVal" : Txn(r.Version))}>>"));
             lines.Add($"    [kind |-> \"{kind}\", t |-> {(e.Txn == 0 ? "0" : Txn(e.Txn))}, p |-> {Part(e.Partition)}, " +
                       $"c |-> {(copyStep ? CopyOf(e.Node) : 0)}, reads |-> {{{reads}}}]");
