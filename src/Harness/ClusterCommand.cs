@@ -150,6 +150,9 @@ internal static class ClusterCommand
                     $"  {c.InnerCommits:N0} inner commits, {c.TwoRegionCommits / (double)Math.Max(1, c.Run.Stats.Commits):P1} of commits in two regions, {c.DeferredBodies:N0} outer bodies after their inner region, {c.LogEntries:N0} log entries shipped"));
                 Console.WriteLine(placement);
                 if (events is not null) PrintTimeline(events, TimeSpan.FromMilliseconds(window), TimeSpan.FromSeconds(secs));
+                if (c.Crashed.Count > 0)
+                    Console.WriteLine("recovery steps: " + string.Join(", ", ChillerCrashPoints.Recovery.Order()
+                        .Where(s => c.Steps.GetValueOrDefault(s) > 0).Select(s => $"{s} {c.Steps[s]:N0}")));
                 if (crashing && c.Crashed.Count == 0)
                     Console.WriteLine($"--crash-node {p.GetValue(crashNode)}: the node never took {p.GetValue(crashAfter)} from {p.GetValue(crashAt).ToString(CultureInfo.InvariantCulture)} ms on, so it did not stop");
                 return Verdict(c.Run, p.GetValue(check), c.ReplicaDisagreements);
