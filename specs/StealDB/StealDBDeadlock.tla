@@ -33,7 +33,7 @@
 (* The victim: a top frame that waits for its lock and lies on a cycle;    *)
 (* its op aborts exactly as a timed-out one does (WaiterTimeout), so C2's  *)
 (* context handling and C4's release rule are reused unchanged.  Any such  *)
-(* frame may be chosen here; the engine picks one by a fixed rule.  A      *)
+(* frame may be chosen here; an engine must pick one by a fixed rule.  A   *)
 (* cycle whose frames are not on top yet (a frame above runs a stolen op   *)
 (* that is not blocked) waits until that op returns.                       *)
 (***************************************************************************)
