@@ -21,21 +21,6 @@ public class ContendEngineTests
     const int Callers = 8, TransfersPerCaller = 1_000, Window = 16;
     internal static readonly TimeSpan Patience = TimeSpan.FromSeconds(60);
 
-    internal static readonly OpBody Withdraw = (row, args, _) =>
-    {
-        long balance = BinaryPrimitives.ReadInt64LittleEndian(row);
-        if (balance < args[2]) return TxnProgram.UserAbort; // not enough money: the logic aborts
-        BinaryPrimitives.WriteInt64LittleEndian(row, balance - args[2]);
-        return balance - args[2];
-    };
-
-    internal static readonly OpBody Deposit = (row, args, _) =>
-    {
-        long balance = BinaryPrimitives.ReadInt64LittleEndian(row) + args[2];
-        BinaryPrimitives.WriteInt64LittleEndian(row, balance);
-        return balance;
-    };
-
     static readonly OpBody ReadBalance = (row, _, _) => BinaryPrimitives.ReadInt64LittleEndian(row);
 
     internal static readonly OpBody Explode = (_, _, _) => throw new InvalidOperationException("boom");
@@ -43,7 +28,7 @@ public class ContendEngineTests
     /// <summary>Deposits, then throws: a bug in the body after it wrote its row.</summary>
     static readonly OpBody DepositThenExplode = (row, args, results) =>
     {
-        Deposit(row, args, results);
+        TwoPhaseCommit.Bank.Credit(row, args, results);
         throw new InvalidOperationException("boom");
     };
 
@@ -61,8 +46,8 @@ public class ContendEngineTests
         var accounts = db.Create("account", sizeof(long), Accounts);
         for (int a = 0; a < Accounts; a++) BinaryPrimitives.WriteInt64LittleEndian(accounts.Payload(accounts.Load(a)), Opening);
         var transfer = new ProgramBuilder("transfer", db, 3)
-            .Write("withdraw", "account", KeySource.FromArg(0), Withdraw)
-            .Write("deposit", "account", KeySource.FromArg(1), Deposit)
+            .Write("withdraw", "account", KeySource.FromArg(0), TwoPhaseCommit.Bank.Debit)
+            .Write("deposit", "account", KeySource.FromArg(1), TwoPhaseCommit.Bank.Credit)
             .Build();
         var audit = new ProgramBuilder("audit", db, Accounts);
         for (int a = 0; a < Accounts; a++) audit.Read($"read{a}", "account", KeySource.FromArg(a), ReadBalance);
@@ -91,7 +76,7 @@ public class ContendEngineTests
     {
         var (db, transfer, audit) = Bank();
         var faulty = new ProgramBuilder("faulty transfer", db, 3)
-            .Write("withdraw", "account", KeySource.FromArg(0), Withdraw)
+            .Write("withdraw", "account", KeySource.FromArg(0), TwoPhaseCommit.Bank.Debit)
             .Write("deposit", "account", KeySource.FromArg(1), DepositThenExplode, "withdraw")
             .Build();
         await using var engine = new ContendEngine(db, options with { RecordHistory = true }, mutants, taskRequests: false);
@@ -238,7 +223,7 @@ public class ContendEngineTests
     {
         var (db, transfer, _) = Bank();
         var faulty = new ProgramBuilder("faulty", db, 3)
-            .Write("withdraw", "account", KeySource.FromArg(0), Withdraw)
+            .Write("withdraw", "account", KeySource.FromArg(0), TwoPhaseCommit.Bank.Debit)
             .Write("explode", "account", KeySource.FromArg(1), Explode, "withdraw")
             .Build();
         await using var engine = new ContendEngine(db, Options(protocol, workers: 1));
