@@ -21,7 +21,7 @@
 (* of steps and the values each step saw; Coyote, on the production build, *)
 (* checks what the finer interleavings do to safety.                      *)
 (***************************************************************************)
-EXTENDS StealDB, TLC
+EXTENDS StealDBDeadlock, TLC
 
 CONSTANT
     TraceLog    \* the recorded events, each [kind, w, op, ok, pred, from, tok, rec, read]; w is the
@@ -85,6 +85,15 @@ TraceWaiterTimeout(e) ==
     /\ OpOnTop(e.w, e.op)
     /\ WaiterTimeout(e.w)
 
+\* The engine's deadlock detector aborted the wait: StealDBDeadlock.tla's
+\* DetectorAbort, whose guard is that the waiting top frame lies on a cycle
+\* of the spec's waits-for graph in the state the trace has reached.  Its
+\* step is WaiterTimeout's, so NextStepProp still holds.
+TraceDetectorAbort(e) ==
+    /\ e.kind = "DetectorAbort"
+    /\ OpOnTop(e.w, e.op)
+    /\ DetectorAbort(e.w)
+
 \* Lines 10-14: the op read the version e.read (a transaction, or InitVal) and
 \* ended ok or hit a user abort.
 TraceRunOpExecute(e) ==
@@ -143,7 +152,8 @@ TraceNext ==
     /\ l <= Len(TraceLog)
     /\ LET e == TraceLog[l] IN
          \/ TraceOwnerRunNext(e) \/ TraceOwnerCloseOp(e) \/ TraceRunOpClaim(e) \/ TraceRunOpTryLock(e)
-         \/ TraceRunOpSkip(e) \/ TraceWaiterProceed(e) \/ TraceWaiterTimeout(e) \/ TraceRunOpExecute(e)
+         \/ TraceRunOpSkip(e) \/ TraceWaiterProceed(e) \/ TraceWaiterTimeout(e) \/ TraceDetectorAbort(e)
+         \/ TraceRunOpExecute(e)
          \/ TraceWaiterStealSwap(e) \/ TraceWaiterStealBack(e) \/ TraceWaiterStealRun(e)
          \/ TraceWaiterStealBasic(e) \/ TraceOwnerDecide(e) \/ TraceOwnerRelease(e) \/ TraceOwnerFinish(e)
     /\ Consume

@@ -10,10 +10,11 @@ using Microsoft.Coyote.Specifications;
 namespace Contend.Coyote;
 
 /// <summary>
-/// NoWait and WaitDie running three transactions on three shared rows: two transfers in
+/// NoWait, WaitDie and Mcs running three transactions on three shared rows: two transfers in
 /// opposite lock orders (the workload that deadlocks 2PL without a policy) and an audit that
 /// reads every row. Checked on every schedule: every transaction commits within the steps
-/// bound (no deadlock), the history is serializable (the checker), the audit saw a total of
+/// bound (no deadlock: Mcs's wait threshold is far past the bound, so its deadlock detector
+/// alone must end them), the history is serializable (the checker), the audit saw a total of
 /// zero, and the rows still sum to zero.
 /// </summary>
 public static class TwoPhaseLockingTests
@@ -26,6 +27,8 @@ public static class TwoPhaseLockingTests
         new("NoWaitTwinIgnoreLock", () => Run("NoWait", TwoPhaseLockingMutants.NoWaitIgnoreLock), CaughtBy: "serializ"),
         new("WaitDie", () => Run("WaitDie", TwoPhaseLockingMutants.None)),
         new("WaitDieTwinYoungerWaits", () => Run("WaitDie", TwoPhaseLockingMutants.WaitDieYoungerWaits), CaughtBy: CoyoteSuite.StepsBound),
+        new("McsDetect", () => Run("Mcs", TwoPhaseLockingMutants.None), Iterations: 2_500),
+        new("McsTwinNoDetection", () => Run("Mcs", TwoPhaseLockingMutants.McsNoDetection), CaughtBy: CoyoteSuite.StepsBound),
     ];
 
     static async Task Run(string protocolName, TwoPhaseLockingMutants mutants)

@@ -15,6 +15,7 @@ machine Memory {
   var lockQ: map[int, seq[int]];
   var phase: map[int, Phase];
   var usedRec: map[int, set[int]];   // records on which t has executed an op (for eGranted/eReleased)
+  var stacks: map[int, seq[Frame]];  // each worker's RUNOP stack as its replies leave it (for the detector)
 
   start state Serve {
     entry (c: Config) {
@@ -34,6 +35,7 @@ machine Memory {
         gen[t] = 0;
         phase[t] = RUN;
         usedRec[t] = default(set[int]);
+        stacks[t] = default(seq[Frame]);
       }
     }
     on eOwnerStep do OwnerStep;
@@ -72,7 +74,7 @@ machine Memory {
     var t: int; var i: int; var ok: bool; var r: int; var held: bool;
     t = req.t;
     if (phase[t] == RUN && req.cursor < sizeof(rq[t])) {
-      send req.w, eOwnerDone, (cursor = req.cursor + 1, push = true, frame = NewFrame((t = t, i = rq[t][req.cursor])), finished = false);
+      OwnerPush(req.w, t, req.cursor + 1, NewFrame((t = t, i = rq[t][req.cursor])));
       return;
     }
     if (phase[t] == RUN && Doomed(t) && Unclaimed(t) >= 0 && $) {
@@ -81,7 +83,7 @@ machine Memory {
       // op whose words it reuses for the next transaction).
       i = Unclaimed(t);
       announce eClosed, (t = t, i = i);
-      send req.w, eOwnerDone, (cursor = req.cursor, push = true, frame = NewFrame((t = t, i = i)), finished = false);
+      OwnerPush(req.w, t, req.cursor, NewFrame((t = t, i = i)));
       return;
     }
     if (phase[t] == RUN) {
@@ -101,13 +103,18 @@ machine Memory {
     }
     if (phase[t] == COMMIT_REL || phase[t] == ABORT_REL) {
       held = false;
+      // One context at the head released per step; a context still waiting is released once it
+      // reaches the head. Heads first: a waiting context seen first must not hold up a head
+      // behind which another transaction waits (with no threshold, that was a deadlock).
       foreach (r in keys(lockQ)) {
         if (!held && sizeof(lockQ[r]) > 0 && lockQ[r][0] == t) {
           lockQ[r] -= (0);
           announce eReleased, (rec = r, t = t);
           held = true;
         }
-        if (!held && InQueue(t, r)) { held = true; } // a waiting context: released when it reaches the head
+      }
+      foreach (r in keys(lockQ)) {
+        if (!held && InQueue(t, r)) { held = true; }
       }
       if (!held) {
         if (phase[t] == COMMIT_REL) { phase[t] = COMMITTED; } else { phase[t] = ABORTED; }
@@ -126,23 +133,23 @@ machine Memory {
       // RunOpClaim: CAS(&op.tid, tid, null). Mutant noCas: test here, set in a later step.
       if (opTid[o] == t) {
         if (cfg.mutants.noCas) { f.pc = CLAIM; } else { opTid[o] = -1; announce eClaimed, o; f.pc = LOCK; }
-        Reply(req.w, true, f);
-      } else { Reply(req.w, false, f); }
+        Reply(req.by, req.w, true, f);
+      } else { Reply(req.by, req.w, false, f); }
       return;
     }
     if (f.pc == CLAIM) {
       opTid[o] = -1; announce eClaimed, o; f.pc = LOCK;
-      Reply(req.w, true, f);
+      Reply(req.by, req.w, true, f);
       return;
     }
     if (f.pc == LOCK) {
       // RunOpTryLock: skip a doomed transaction's op; else append and remember the old tail.
-      if (Doomed(t)) { opStatus[o] = FAILED; Reply(req.w, false, f); return; }
+      if (Doomed(t)) { opStatus[o] = FAILED; Reply(req.by, req.w, false, f); return; }
       r = RecOf(o);
       announce eRequested, (rec = r, t = t);
       if (sizeof(lockQ[r]) == 0) { f.pc = EXEC; } else { f.pc = WAIT; f.pred = lockQ[r][sizeof(lockQ[r]) - 1]; }
       lockQ[r] += (sizeof(lockQ[r]), t);
-      Reply(req.w, true, f);
+      Reply(req.by, req.w, true, f);
       return;
     }
     if (f.pc == WAIT) {
@@ -151,18 +158,26 @@ machine Memory {
       r = RecOf(o);
       if (Acquired(o) || !IsRunning(f.pred) || cfg.mutants.proceedWithoutLock) { choices += (0); }
       if (!Acquired(o) && !cfg.mutants.noTimeout) { choices += (1); }
+      if (!Acquired(o) && cfg.detect && OnCycle(FrameNode(req.by, sizeof(stacks[req.by]) - 1))) { choices += (5); }
       if (!Acquired(o) && IsRunning(f.pred)) {
         if (cfg.policy == QUEUE && stealCtx[f.pred].t != -1) { choices += (2); }
         if (cfg.policy == QUEUE && lockQ[r][sizeof(lockQ[r]) - 1] == t && stealCtx[t].t != -1) { choices += (3); }
         if (cfg.policy == BASIC && IsRunning(lockQ[r][0]) && stealCtx[lockQ[r][0]].t != -1) { choices += (4); }
       }
-      if (sizeof(choices) == 0) { Reply(req.w, true, f); return; } // spin: nothing enabled yet
+      if (sizeof(choices) == 0) { Reply(req.by, req.w, true, f); return; } // spin: nothing enabled yet
       c = choose(choices);
-      if (c == 0) { f.pc = EXEC; Reply(req.w, true, f); return; }
+      if (c == 0) { f.pc = EXEC; Reply(req.by, req.w, true, f); return; }
+      if (c == 5) {
+        // DetectorAbort: the top frame waits on a cycle; it gives up as a timed-out one does.
+        announce eDetectorAbort, (op = o, stolenCycle = StolenOnCycle(FrameNode(req.by, sizeof(stacks[req.by]) - 1)));
+        opStatus[o] = FAILED;
+        Reply(req.by, req.w, false, f);
+        return;
+      }
       if (c == 1) {
         opStatus[o] = FAILED;
         if (cfg.mutants.timeoutCancels) { lockQ[r] = Without(lockQ[r], t); }
-        Reply(req.w, false, f);
+        Reply(req.by, req.w, false, f);
         return;
       }
       if (c == 2 || c == 3) {
@@ -173,7 +188,7 @@ machine Memory {
         // step below), so another waiter can read the same context meanwhile.
         if (!cfg.mutants.nonAtomicSteal || c == 3) { WriteCtx(p, (t = -1, i = 0)); }
         f.pc = STEAL;
-        Reply(req.w, true, f);
+        Reply(req.by, req.w, true, f);
         return;
       }
       // WaiterStealBasic: CAS the holder's index down by one, run that op.
@@ -181,7 +196,7 @@ machine Memory {
       tok = stealCtx[h];
       announce eTaken, (from = h, gen = gen[h]);
       if (tok.i > 0) { WriteCtx(h, (t = h, i = tok.i - 1)); } else { WriteCtx(h, (t = -1, i = 0)); }
-      send req.w, eFrameDone, (keep = true, frame = f, push = true, pushed = NewFrame((t = h, i = rq[h][tok.i])));
+      ReplyPush(req.by, req.w, f, NewFrame((t = h, i = rq[h][tok.i])));
       return;
     }
     if (f.pc == STEAL) {
@@ -191,10 +206,10 @@ machine Memory {
       f.pc = WAIT; f.hasHand = false;
       if (IsRunning(ts)) {
         if (f.hand.tok.i > 0) { WriteCtx(t, (t = ts, i = f.hand.tok.i - 1)); }
-        send req.w, eFrameDone, (keep = true, frame = f, push = true, pushed = NewFrame((t = ts, i = rq[ts][f.hand.tok.i])));
+        ReplyPush(req.by, req.w, f, NewFrame((t = ts, i = rq[ts][f.hand.tok.i])));
         return;
       }
-      Reply(req.w, true, f);
+      Reply(req.by, req.w, true, f);
       return;
     }
     // ExecuteOp: read, maybe a user abort, insert the ops made runnable, publish <t, last>.
@@ -205,7 +220,7 @@ machine Memory {
       lockQ[r] = Without(lockQ[r], t);
       announce eReleased, (rec = r, t = t);
     }
-    Reply(req.w, false, f);
+    Reply(req.by, req.w, false, f);
   }
 
   fun Execute(o: OpId) {
@@ -233,7 +248,87 @@ machine Memory {
     return out;
   }
 
-  fun Reply(w: Worker, keep: bool, f: Frame) {
+  // Every answer goes through these three, which keep the stacks' mirror as the worker will.
+  fun OwnerPush(w: Worker, t: int, cursor: int, f: Frame) {
+    stacks[t] += (sizeof(stacks[t]), f);
+    send w, eOwnerDone, (cursor = cursor, push = true, frame = f, finished = false);
+  }
+
+  fun Reply(by: int, w: Worker, keep: bool, f: Frame) {
+    stacks[by] -= (sizeof(stacks[by]) - 1);
+    if (keep) { stacks[by] += (sizeof(stacks[by]), f); }
     send w, eFrameDone, (keep = keep, frame = f, push = false, pushed = NoFrame());
+  }
+
+  fun ReplyPush(by: int, w: Worker, f: Frame, pushed: Frame) {
+    stacks[by] -= (sizeof(stacks[by]) - 1);
+    stacks[by] += (sizeof(stacks[by]), f);
+    stacks[by] += (sizeof(stacks[by]), pushed);
+    send w, eFrameDone, (keep = true, frame = f, push = true, pushed = pushed);
+  }
+
+  // StealDBDeadlock.tla's waits-for graph (SuccIn), its nodes as ints: R(t) = t, the release of
+  // t; F(w, k) = 1000 + 100 w + k, frame k of worker w's stack; C(t, r) = 100000 + 1000 t + r,
+  // t's lock context in r's queue. An edge n -> m: n cannot move before m does.
+  fun FrameNode(w: int, k: int): int { return 1000 + 100 * w + k; }
+  fun ContextNode(t: int, r: int): int { return 100000 + 1000 * t + r; }
+  fun Visible(w: int, k: int): bool { return !cfg.mutants.detectNoStealEdges || stacks[w][k].op.t == w; }
+  fun PosIn(t: int, r: int): int {
+    var k: int;
+    while (k < sizeof(lockQ[r])) { if (lockQ[r][k] == t) { return k; } k = k + 1; }
+    return -1;
+  }
+
+  fun Succ(n: int): set[int] {
+    var out: set[int]; var w: int; var k: int; var t: int; var r: int; var i: int; var f: Frame;
+    if (n < 1000) {
+      // The release waits for every frame running one of n's ops, on any worker.
+      if (phase[n] == RUN) {
+        foreach (w in keys(stacks)) {
+          k = 0;
+          while (k < sizeof(stacks[w])) { if (stacks[w][k].op.t == n && Visible(w, k)) { out += (FrameNode(w, k)); } k = k + 1; }
+        }
+      }
+      return out;
+    }
+    if (n < 100000) {
+      w = (n - 1000) / 100; k = (n - 1000) % 100;
+      if (k >= sizeof(stacks[w]) || !Visible(w, k)) { return out; }
+      f = stacks[w][k];
+      // A frame returns only after the one above it; in the wait loop it needs its context at the head.
+      if (k + 1 < sizeof(stacks[w]) && Visible(w, k + 1)) { out += (FrameNode(w, k + 1)); }
+      if ((f.pc == WAIT || f.pc == STEAL) && PosIn(f.op.t, RecOf(f.op)) > 0) { out += (ContextNode(f.op.t, RecOf(f.op))); }
+      return out;
+    }
+    t = (n - 100000) / 1000; r = (n - 100000) % 1000;
+    i = PosIn(t, r);
+    if (i > 0) { out += (ContextNode(lockQ[r][i - 1], r)); }
+    if (i == 0 && phase[t] == RUN) { out += (t); }
+    return out;
+  }
+
+  // The nodes reachable from n in one or more edges.
+  fun Reach(n: int): set[int] {
+    var seen: set[int]; var frontier: seq[int]; var x: int; var m: int;
+    foreach (m in Succ(n)) { if (!(m in seen)) { seen += (m); frontier += (sizeof(frontier), m); } }
+    while (sizeof(frontier) > 0) {
+      x = frontier[0]; frontier -= (0);
+      foreach (m in Succ(x)) { if (!(m in seen)) { seen += (m); frontier += (sizeof(frontier), m); } }
+    }
+    return seen;
+  }
+
+  fun OnCycle(n: int): bool { return n in Reach(n); }
+
+  // Whether a frame running another transaction's op than its worker's lies on a cycle through n.
+  fun StolenOnCycle(n: int): bool {
+    var x: int; var w: int; var k: int;
+    foreach (x in Reach(n)) {
+      if (x >= 1000 && x < 100000) {
+        w = (x - 1000) / 100; k = (x - 1000) % 100;
+        if (k < sizeof(stacks[w]) && stacks[w][k].op.t != w && (x == n || n in Reach(x))) { return true; }
+      }
+    }
+    return false;
   }
 }

@@ -120,3 +120,19 @@ spec CloseReachable observes eClosed {
     on eClosed do (o: OpId) { assert false, format("CloseReachable: the owner of transaction {0} closed its unclaimed op {1}", o.t, o.i); }
   }
 }
+
+// Non-vacuity of the detector: a waiter aborts on a cycle (DetectReachable), and one of those
+// cycles runs through a stolen op (StealDBDeadlock.tla's StolenCycleReachable).
+spec DetectReachable observes eDetectorAbort {
+  start state Watching {
+    on eDetectorAbort do (d: (op: OpId, stolenCycle: bool)) { assert false, format("DetectReachable: op {0} aborted on a cycle", d.op); }
+  }
+}
+
+spec StolenCycleReachable observes eDetectorAbort {
+  start state Watching {
+    on eDetectorAbort do (d: (op: OpId, stolenCycle: bool)) {
+      assert !d.stolenCycle, format("StolenCycleReachable: op {0} aborted on a cycle through a stolen op", d.op);
+    }
+  }
+}

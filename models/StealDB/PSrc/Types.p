@@ -24,10 +24,13 @@ enum Policy { QUEUE, BASIC, NOSTEAL }
 type Frame = (op: OpId, pc: Pc, pred: int, hand: Hand, hasHand: bool);
 
 // Deliberately broken copies of one step each (MCStealDB.tla's mutants).
+// detectNoStealEdges is StealDBDeadlock.tla's MutantNoStealEdges: the detector leaves out every
+// frame that runs another transaction's op.
 type Mutants = (noCas: bool, nonAtomicSteal: bool, earlyRelease: bool, proceedWithoutLock: bool,
-                timeoutCancels: bool, noTimeout: bool);
+                timeoutCancels: bool, noTimeout: bool, detectNoStealEdges: bool);
 
-type Config = (progs: map[int, seq[OpSpec]], policy: Policy, mutants: Mutants);
+// detect: StealDBDeadlock.tla's DetectorAbort is among a waiter's steps.
+type Config = (progs: map[int, seq[OpSpec]], policy: Policy, mutants: Mutants, detect: bool);
 
 // What the monitors observe.
 event eTxnStarted: int;
@@ -41,3 +44,4 @@ event eRequested: (rec: int, t: int);     // a transaction appends a lock contex
 event eTaken: (from: int, gen: int);      // a steal context is taken from a word
 event eRanBy: (op: OpId, by: int);       // an op executed on the worker of transaction `by`
 event eClosed: OpId;                      // OwnerCloseOp: a doomed owner runs an op nobody claimed
+event eDetectorAbort: (op: OpId, stolenCycle: bool); // DetectorAbort; its cycle runs through a stolen op

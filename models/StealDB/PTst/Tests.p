@@ -8,7 +8,7 @@ fun Private(t: int, k: int): int { return 10 + 10 * t + k; }
 
 fun NoMutants(): Mutants {
   return (noCas = false, nonAtomicSteal = false, earlyRelease = false, proceedWithoutLock = false,
-          timeoutCancels = false, noTimeout = false);
+          timeoutCancels = false, noTimeout = false, detectNoStealEdges = false);
 }
 
 // HotProg: every transaction increments the hot record, then two private records that depend
@@ -66,11 +66,18 @@ fun TwoHot(): map[int, seq[OpSpec]] {
   return progs;
 }
 
-fun Launch(progs: map[int, seq[OpSpec]], policy: Policy, mutants: Mutants) {
+fun Launch(progs: map[int, seq[OpSpec]], policy: Policy, mutants: Mutants) { LaunchWith(progs, policy, mutants, false); }
+
+fun LaunchWith(progs: map[int, seq[OpSpec]], policy: Policy, mutants: Mutants, detect: bool) {
   var memory: Memory; var t: int;
-  memory = new Memory((progs = progs, policy = policy, mutants = mutants));
+  memory = new Memory((progs = progs, policy = policy, mutants = mutants, detect = detect));
   foreach (t in keys(progs)) { new Worker((memory = memory, t = t)); }
 }
+
+// StealDBDeadlock.tla's DetectSpec: the detector and no wait threshold, so that every deadlock
+// is the detector's to end (Termination); the mutant's detector misses the cycle through a stolen op.
+fun NoThreshold(): Mutants { var m: Mutants; m = NoMutants(); m.noTimeout = true; return m; }
+fun NoStealEdges(): Mutants { var m: Mutants; m = NoThreshold(); m.detectNoStealEdges = true; return m; }
 
 machine TestHot { start state S { entry { Launch(Hot(), QUEUE, NoMutants()); } } }
 machine TestOpposite { start state S { entry { Launch(Opposite(), QUEUE, NoMutants()); } } }
@@ -84,6 +91,10 @@ machine TestMutantNonAtomicSteal { start state S { entry { var m: Mutants; m = N
 machine TestMutantEarlyRelease { start state S { entry { var m: Mutants; m = NoMutants(); m.earlyRelease = true; Launch(Hot(), QUEUE, m); } } }
 machine TestMutantProceedWithoutLock { start state S { entry { var m: Mutants; m = NoMutants(); m.proceedWithoutLock = true; Launch(Hot(), QUEUE, m); } } }
 machine TestMutantTimeoutCancels { start state S { entry { var m: Mutants; m = NoMutants(); m.timeoutCancels = true; Launch(Hot(), QUEUE, m); } } }
+machine TestDetectOpposite { start state S { entry { LaunchWith(Opposite(), QUEUE, NoThreshold(), true); } } }
+machine TestDetectLockOrder { start state S { entry { LaunchWith(LockOrder(), QUEUE, NoThreshold(), true); } } }
+machine TestNoStealDetectOpposite { start state S { entry { LaunchWith(Opposite(), NOSTEAL, NoThreshold(), true); } } }
+machine TestMutantDetectNoStealEdges { start state S { entry { LaunchWith(LockOrder(), QUEUE, NoStealEdges(), true); } } }
 machine TestPaperLockOrderNoTimeout { start state S { entry { var m: Mutants; m = NoMutants(); m.noTimeout = true; Launch(LockOrder(), QUEUE, m); } } }
 
 // Every test case checks every property; models/check knows which must fail, and how.
@@ -99,6 +110,10 @@ test tcMutantEarlyRelease [main=TestMutantEarlyRelease]: assert ExactlyOnce, Mut
 test tcMutantProceedWithoutLock [main=TestMutantProceedWithoutLock]: assert ExactlyOnce, MutualExclusion, TwoPhase, StealTokenTakenOnce, Termination in { TestMutantProceedWithoutLock, Memory, Worker };
 test tcMutantTimeoutCancels [main=TestMutantTimeoutCancels]: assert ExactlyOnce, MutualExclusion, TwoPhase, StealTokenTakenOnce, Termination in { TestMutantTimeoutCancels, Memory, Worker };
 test tcPaperLockOrderNoTimeout [main=TestPaperLockOrderNoTimeout]: assert ExactlyOnce, MutualExclusion, TwoPhase, StealTokenTakenOnce, Termination in { TestPaperLockOrderNoTimeout, Memory, Worker };
+test tcDetectOpposite [main=TestDetectOpposite]: assert ExactlyOnce, MutualExclusion, TwoPhase, StealTokenTakenOnce, Termination in { TestDetectOpposite, Memory, Worker };
+test tcDetectLockOrder [main=TestDetectLockOrder]: assert ExactlyOnce, MutualExclusion, TwoPhase, StealTokenTakenOnce, Termination in { TestDetectLockOrder, Memory, Worker };
+test tcNoStealDetectOpposite [main=TestNoStealDetectOpposite]: assert ExactlyOnce, MutualExclusion, TwoPhase, StealTokenTakenOnce, Termination in { TestNoStealDetectOpposite, Memory, Worker };
+test tcMutantDetectNoStealEdges [main=TestMutantDetectNoStealEdges]: assert ExactlyOnce, MutualExclusion, TwoPhase, StealTokenTakenOnce, Termination in { TestMutantDetectNoStealEdges, Memory, Worker };
 
 // Non-vacuity: each must fail with the named monitor, showing that step happens in that workload.
 test tcHotCommitReachable [main=TestHot]: assert CommitReachable in { TestHot, Memory, Worker };
@@ -114,3 +129,5 @@ test tcBasicWSHotStealReachable [main=TestBasicHot]: assert StealReachable in { 
 test tcNoStealOppositeCommitReachable [main=TestNoStealOpposite]: assert CommitReachable in { TestNoStealOpposite, Memory, Worker };
 // And its twin the other way: vanilla 2PL never runs another transaction's op.
 test tcNoStealOppositeNeverSteals [main=TestNoStealOpposite]: assert StealReachable in { TestNoStealOpposite, Memory, Worker };
+test tcDetectOppositeDetectReachable [main=TestDetectOpposite]: assert DetectReachable in { TestDetectOpposite, Memory, Worker };
+test tcDetectLockOrderStolenCycleReachable [main=TestDetectLockOrder]: assert StolenCycleReachable in { TestDetectLockOrder, Memory, Worker };

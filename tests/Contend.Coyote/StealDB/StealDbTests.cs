@@ -31,6 +31,12 @@ public static class StealDbTests
     /// <summary>Idle rounds before a waiter gives up: small, so that Coyote reaches the timeouts
     /// that break the opposite-order and lock-order deadlocks within the steps bound.</summary>
     const int Threshold = 4;
+    /// <summary>No threshold: the deadlock detector alone must end every deadlock, or the
+    /// iteration hits the steps bound.</summary>
+    const int NoThreshold = int.MaxValue;
+    /// <summary>Iterations of the detector's no-bug tests: a quarter of the suite's, to keep CI in
+    /// its budget; their twin and non-vacuity check are caught at 825.</summary>
+    const int DetectIterations = 2_500;
     const uint Steps = 20_000;
 
     /// <summary>One op: the row it increments and the ops (by index) it depends on.</summary>
@@ -106,6 +112,14 @@ public static class StealDbTests
         new("StealDBThrowingBody", () => Run(ThrowingWorkload, StealPolicy.Queue, StealDbMutants.None), MaxSteps: Steps),
         new("StealDBThrowingBodyStolenReachable", () => Run(ThrowingWorkload, StealPolicy.Queue, StealDbMutants.None, assertOwnerRanThrow: true),
             CaughtBy: "ThrowStolenReachable", MaxSteps: Steps),
+        new("StealDBDetectOpposite", () => Run(OppositeWorkload, StealPolicy.Queue, StealDbMutants.None, threshold: NoThreshold), MaxSteps: Steps, Iterations: DetectIterations),
+        new("StealDBDetectLockOrder", () => Run(LockOrderWorkload, StealPolicy.Queue, StealDbMutants.None, threshold: NoThreshold), MaxSteps: Steps, Iterations: DetectIterations),
+        new("StealDBNoStealDetectOpposite", () => Run(OppositeWorkload, StealPolicy.None, StealDbMutants.None, threshold: NoThreshold), MaxSteps: Steps, Iterations: DetectIterations),
+        new("StealDBBasicWSDetectLockOrder", () => Run(LockOrderWorkload, StealPolicy.Basic, StealDbMutants.None, threshold: NoThreshold), MaxSteps: Steps, Iterations: DetectIterations),
+        new("StealDBDetectStolenCycleReachable", () => Run(LockOrderWorkload, StealPolicy.Queue, StealDbMutants.None, threshold: NoThreshold, assertNoStolenCycle: true),
+            CaughtBy: "StolenCycleReachable", MaxSteps: Steps),
+        new("StealDBTwinDetectorIgnoresStolenFrames", () => Run(LockOrderWorkload, StealPolicy.Queue, StealDbMutants.DetectorIgnoresStolenFrames, threshold: NoThreshold),
+            CaughtBy: CoyoteSuite.StepsBound, MaxSteps: Steps),
         new("StealDBTwinReadThenClear", () => Run(TwoHotWorkload, StealPolicy.Queue, StealDbMutants.ReadThenClear),
             CaughtBy: "StealTokenTakenOnceInv", MaxSteps: Steps),
         new("StealDBTwinClaimTestThenSet", () => Run(HotWorkload, StealPolicy.Queue, StealDbMutants.ClaimTestThenSet),
@@ -129,7 +143,7 @@ public static class StealDbTests
     /// check that a thief can run a throwing op into an assertion that none did.</summary>
     internal static async Task Run(TxnSpec[] workload, StealPolicy policy, StealDbMutants mutants,
                                    StealDbTrace? trace = null, Dictionary<long, int>? rowKeys = null, bool checks = true,
-                                   bool assertOwnerRanThrow = false)
+                                   bool assertOwnerRanThrow = false, int threshold = Threshold, bool assertNoStolenCycle = false)
     {
         using var db = new Database();
         var table = db.Create("rec", sizeof(long), 32);
@@ -144,7 +158,7 @@ public static class StealDbTests
         var recorder = new HistoryRecorder(workers);
         var audit = checks ? new StealDbAudit(message => Specification.Assert(false, message)) : null;
         var protocol = new StealDb(new ProtocolSetup(db, workers) { Mutants = mutants },
-                                   new StealDbOptions(policy, WaitThreshold: Threshold), "StealDB")
+                                   new StealDbOptions(policy, WaitThreshold: threshold), "StealDB")
         {
             Audit = audit,
             Trace = trace,
@@ -188,6 +202,8 @@ public static class StealDbTests
         await Task.WhenAll(Enumerable.Range(0, workers).Select(Start));
         if (!checks) return;
 
+        if (assertNoStolenCycle)
+            Specification.Assert(audit!.StolenCycleVictims == 0, $"StolenCycleReachable: {audit.StolenCycleVictims} of {audit.Victims} deadlock victims were on a cycle through a stolen op");
         var report = SerializabilityChecker.Check(recorder.Collect());
         Specification.Assert(report.Serializable,
             $"history not serializable: {report.Anomalies.FirstOrDefault()?.Kind} {report.Anomalies.FirstOrDefault()?.Description}");

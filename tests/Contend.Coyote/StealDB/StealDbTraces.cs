@@ -21,8 +21,9 @@ namespace Contend.Coyote.StealDB;
 /// </summary>
 public static class StealDbTraces
 {
+    /// <param name="Threshold">the wait threshold; int.MaxValue: none, so every wait that gives up is the detector's</param>
     sealed record TraceCase(string Name, TxnSpec[] Workload, StealPolicy Policy, StealDbMutants Mutant,
-                            string Shows, Func<List<StealDbEvent>, bool> Wanted)
+                            string Shows, Func<List<StealDbEvent>, bool> Wanted, int Threshold = 4)
     {
         public bool Twin => Mutant != StealDbMutants.None;
     }
@@ -59,6 +60,12 @@ public static class StealDbTraces
         new("StealDBTraceThrowing", ThrowingWorkload, StealPolicy.Queue, StealDbMutants.None,
             "a waiter runs the holder's last op, whose body throws: a failing op, as the spec's, and the holder aborts",
             e => Committed(e) && e.Any(x => x.Action == StealDbAction.RunOpExecute && !x.Ok && x.Worker != x.Tid)),
+        new("StealDBTraceDetectOpposite", OppositeWorkload, StealPolicy.Queue, StealDbMutants.None,
+            "opposite lock orders with no wait threshold: the deadlock detector ends the deadlock, the retry commits",
+            e => Committed(e) && Has(e, StealDbAction.DetectorAbort), Threshold: int.MaxValue),
+        new("StealDBTraceDetectLockOrder", LockOrderWorkload, StealPolicy.Queue, StealDbMutants.None,
+            "sorted lock order broken by stealing, no wait threshold: the detector ends the deadlock stealing made",
+            e => Committed(e) && Has(e, StealDbAction.DetectorAbort), Threshold: int.MaxValue),
         new("StealDBTraceTwinEarlyRelease", HotWorkload, StealPolicy.Queue, StealDbMutants.EarlyRelease,
             "twin: an op releases its lock as soon as it has run",
             e => Has(e, StealDbAction.OwnerRelease)),
@@ -169,7 +176,7 @@ public static class StealDbTraces
         {
             trace = new StealDbTrace();
             rowKeys = new Dictionary<long, int>();
-            return Run(c.Workload, c.Policy, c.Mutant, trace, rowKeys, checks: !c.Twin);
+            return Run(c.Workload, c.Policy, c.Mutant, trace, rowKeys, checks: !c.Twin, threshold: c.Threshold);
         }, MaxSteps: 20_000);
         var result = CoyoteSuite.Run(test, iterations: 1, (ulong)seed);
         // A correct protocol's run must pass its own checks before its trace means anything.

@@ -21,11 +21,12 @@ internal enum StealPolicy
 }
 
 /// <param name="WaitThreshold">idle rounds of a lock wait (rounds that stole nothing) before the
-/// waiter gives up and aborts its op's transaction (C2)</param>
+/// waiter gives up and aborts its op's transaction (C2): the last resort, since the deadlock
+/// detector (<see cref="QueueDeadlockDetector"/>) ends deadlocks first</param>
 /// <param name="MaxNesting">how deep stolen ops may nest (a stolen op that waits may steal
 /// again); at the limit a waiter only waits. Bounds the stack; the spec has no bound, and
 /// fewer steals are a subset of its behaviours</param>
-internal sealed record StealDbOptions(StealPolicy Policy = StealPolicy.Queue, int WaitThreshold = 1 << 10, int MaxNesting = 4)
+internal sealed record StealDbOptions(StealPolicy Policy = StealPolicy.Queue, int WaitThreshold = 1 << 14, int MaxNesting = 4)
 {
     public string Validate() =>
         WaitThreshold < 1 ? $"StealDB: wait threshold {WaitThreshold} must be positive"
@@ -69,11 +70,14 @@ internal sealed class StealDb : ITransactionProtocol
 {
     const byte NotLocked = 0, Held = 1, Abandoned = 2;
     const int PositionShift = 8, TidShift = 15;
+    /// <summary>Idle rounds of a lock wait between two searches for a deadlock.</summary>
+    const int CheckEvery = 1;
 
     readonly Database _db;
     readonly StealDbOptions _options;
     readonly Slot[] _slots;
     readonly McsLock _lock;
+    readonly QueueDeadlockDetector _detector;
     readonly int _imageBytes;
     /// <summary>Basic policy only: per table and row, the worker slot whose transaction holds the row's lock, + 1.</summary>
     readonly int[][]? _holders;
@@ -99,6 +103,8 @@ internal sealed class StealDb : ITransactionProtocol
         _slots = new Slot[setup.Workers];
         for (int w = 0; w < setup.Workers; w++) _slots[w] = new Slot(w, _imageBytes);
         _lock = new McsLock(setup.Workers * TxnContext.MaxOps, new MutantFlag(setup.Mutants, StealDbMutants.McsReleaseClearTail));
+        _detector = new(_lock, setup.Workers, frames: options.MaxNesting + 1, TxnContext.MaxOps,
+                        ownFramesOnly: new MutantFlag(setup.Mutants, StealDbMutants.DetectorIgnoresStolenFrames));
         if (options.Policy == StealPolicy.Basic) _holders = _db.Tables.Select(t => new int[t.Capacity]).ToArray();
         _readThenClear = new(setup.Mutants, StealDbMutants.ReadThenClear);
         _claimTestThenSet = new(setup.Mutants, StealDbMutants.ClaimTestThenSet);
@@ -186,6 +192,7 @@ internal sealed class StealDb : ITransactionProtocol
         int n = program.Ops.Length;
         Debug.Assert(n <= TxnContext.MaxOps, $"program {program.Name}: {n} ops, more than {TxnContext.MaxOps}");
         s.Ctx = ctx;
+        _detector.Began(s.Worker, ctx.Timestamp);
         for (int i = 0; i < n; i++)
         {
             s.Ops[i].Lock = NotLocked;
@@ -604,8 +611,22 @@ internal sealed class StealDb : ITransactionProtocol
     /// op's transaction, whose word the queue policy hands contexts down through.</summary>
     bool AwaitLock(Slot s, int op, int node, long tid, int predecessorWorker, int depth, int runner)
     {
+        _detector.Waits(runner, depth, s.Worker, node);
+        bool granted = AwaitGrant(s, op, node, tid, predecessorWorker, depth, runner);
+        _detector.Stops(runner, depth);
+        return granted;
+    }
+
+    /// <summary>The loop of <see cref="AwaitLock"/>. Every <see cref="CheckEvery"/> idle rounds it
+    /// searches the waits-for graph; found the victim of a deadlock, it searches again in the
+    /// next round's step, and if the cycle is still there the wait gives up as a timed-out one
+    /// does (StealDBDeadlock.tla's DetectorAbort: WaiterTimeout with a cycle for guard, which
+    /// trace validation checks in the spec's state).</summary>
+    bool AwaitGrant(Slot s, int op, int node, long tid, int predecessorWorker, int depth, int runner)
+    {
         var wait = new SpinWait();
         ref long tail = ref _db[s.Ctx.Program.Ops[op].TableId].Word(s.Ops[op].Row);
+        bool suspect = false;
         for (int idle = 0; ;)
         {
             long context = 0;
@@ -620,16 +641,23 @@ internal sealed class StealDb : ITransactionProtocol
                     Trace?.Add(new(StealDbAction.WaiterProceed, RunnerTid(runner), tid, op));
                     return true;
                 }
+                // The second search, in the step that gives the wait up: a cycle the first found
+                // must still be there when the victim leaves it (DetectorAbort's guard).
+                bool deadlocked = suspect && _detector.IsVictim(runner, depth);
+                if (deadlocked) Audit?.Victim(_detector.CycleThroughStolenFrame(runner, depth));
                 // The transaction's deadline or its caller's cancellation gives the wait up
                 // too: WaiterTimeout is enabled at any step of a wait, not at a threshold only.
-                bool givingUp = idle < _options.WaitThreshold && s.Ctx.GivingUp;
-                if (idle >= _options.WaitThreshold || givingUp)
+                var reason = deadlocked ? AbortReason.Deadlock
+                           : idle >= _options.WaitThreshold ? AbortReason.WaitTimeout
+                           : s.Ctx.GivingUp ? AbortReason.Deadline : AbortReason.None;
+                if (reason != AbortReason.None)
                 {
                     // WaiterTimeout (C2): the node stays queued; the owner releases it at the head.
                     s.Ops[op].Lock = Abandoned;
-                    Doom(s, givingUp ? AbortReason.Deadline : AbortReason.WaitTimeout);
+                    Doom(s, reason);
                     Finish(s, op, tid, insertDependents: false, runner);
-                    Trace?.Add(new(StealDbAction.WaiterTimeout, RunnerTid(runner), tid, op));
+                    Trace?.Add(new(reason == AbortReason.Deadlock ? StealDbAction.DetectorAbort : StealDbAction.WaiterTimeout,
+                                   RunnerTid(runner), tid, op));
                     return false;
                 }
                 if (depth < _options.MaxNesting)
@@ -645,7 +673,10 @@ internal sealed class StealDb : ITransactionProtocol
                 RunOp(_slots[WorkerOf(owner)], stolen, owner, depth + 1, runner);
                 continue;
             }
-            idle++;
+            if (++idle % CheckEvery == 0)
+            {
+                suspect = _detector.IsVictim(runner, depth);
+            }
             Spin.Once(ref wait);
         }
     }

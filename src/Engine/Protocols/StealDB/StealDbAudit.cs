@@ -94,6 +94,16 @@ internal sealed class StealDbAudit(Action<string>? fail = null)
         }
     }
 
+    /// <summary>Deadlock victims so far, and how many of them were on a cycle through a stolen op.</summary>
+    public int Victims, StolenCycleVictims;
+
+    /// <summary>A waiter aborted as a deadlock's victim; <paramref name="throughStolenOp"/>: its cycle runs through a stolen op.</summary>
+    public void Victim(bool throughStolenOp)
+    {
+        Interlocked.Increment(ref Victims);
+        if (throughStolenOp) Interlocked.Increment(ref StolenCycleVictims);
+    }
+
     /// <summary>FailedTxnUndoneInv: the owner's worker raised transaction <paramref name="tid"/>'s
     /// exception; every lock it took must be released by now.</summary>
     public void Raised(long tid)

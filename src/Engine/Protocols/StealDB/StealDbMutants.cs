@@ -25,4 +25,8 @@ internal enum StealDbMutants
     /// throwing body where its op runs, so a stolen op's exception escapes into the thief's own
     /// transaction, and an owner's leaves its attempt's locks held (StealDB before it caught them).</summary>
     FailureEscapes = 64,
+    /// <summary>StealDBDeadlock.tla's MutantDetectorAbort, in the engine: the deadlock detector
+    /// leaves out every frame that runs another transaction's op, as a graph that each worker
+    /// publishes for its own transaction would, and so misses a cycle through a stolen op.</summary>
+    DetectorIgnoresStolenFrames = 128,
 }

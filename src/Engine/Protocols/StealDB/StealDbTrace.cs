@@ -1,11 +1,12 @@
 namespace Contend.Engine.Protocols.StealDB;
 
-/// <summary>The actions of specs/StealDB/StealDB.tla that the engine records, one per step it takes.</summary>
+/// <summary>The actions of specs/StealDB/StealDB.tla that the engine records, one per step it
+/// takes, and StealDBDeadlock.tla's DetectorAbort.</summary>
 internal enum StealDbAction
 {
     OwnerRunNext, OwnerCloseOp, RunOpClaim, RunOpTryLock, RunOpSkip, WaiterProceed, WaiterTimeout,
     RunOpExecute, WaiterStealSwap, WaiterStealBack, WaiterStealRun, WaiterStealBasic,
-    OwnerDecide, OwnerRelease, OwnerFinish,
+    OwnerDecide, OwnerRelease, OwnerFinish, DetectorAbort,
 }
 
 /// <summary>One recorded step. Transactions are attempt ids (<see cref="Runtime.TxnContext.TxnId"/>),

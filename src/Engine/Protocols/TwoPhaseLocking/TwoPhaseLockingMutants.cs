@@ -13,4 +13,7 @@ internal enum TwoPhaseLockingMutants
     NoWaitIgnoreLock = 2,
     /// <summary>WaitDie in which a younger requester waits instead of dying (deadlock).</summary>
     WaitDieYoungerWaits = 4,
+    /// <summary>Mcs whose waiters never search for a deadlock: the wait threshold alone ends
+    /// one, as before the detector (StealDBDeadlock.tla's DetectSpec without DetectorAbort).</summary>
+    McsNoDetection = 8,
 }
