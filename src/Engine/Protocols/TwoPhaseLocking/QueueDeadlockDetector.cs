@@ -45,7 +45,7 @@ internal sealed class QueueDeadlockDetector
     /// <summary>Per worker, one block of <see cref="_stride"/> longs on lines of its own:
     /// [0] the stack's depth, [1 + k] frame k: slot + 1 in the low half, waited node + 1 in the high.</summary>
     readonly long[] _stacks;
-    /// <summary>Per slot, one line each: its transaction's start timestamp.</summary>
+    /// <summary>Per slot, eight words apart: its transaction's start timestamp, written once an attempt.</summary>
     readonly long[] _timestamps;
     readonly Search[] _searches;
     readonly bool _ownFramesOnly;
