@@ -70,8 +70,6 @@ internal sealed class StealDb : ITransactionProtocol
 {
     const byte NotLocked = 0, Held = 1, Abandoned = 2;
     const int PositionShift = 8, TidShift = 15;
-    /// <summary>Idle rounds of a lock wait between two searches for a deadlock.</summary>
-    const int CheckEvery = 1;
 
     readonly Database _db;
     readonly StealDbOptions _options;
@@ -617,7 +615,7 @@ internal sealed class StealDb : ITransactionProtocol
         return granted;
     }
 
-    /// <summary>The loop of <see cref="AwaitLock"/>. Every <see cref="CheckEvery"/> idle rounds it
+    /// <summary>The loop of <see cref="AwaitLock"/>. Every <see cref="QueueDeadlockDetector.SearchEvery"/> idle rounds it
     /// searches the waits-for graph; found the victim of a deadlock, it searches again in the
     /// next round's step, and if the cycle is still there the wait gives up as a timed-out one
     /// does (StealDBDeadlock.tla's DetectorAbort: WaiterTimeout with a cycle for guard, which
@@ -673,7 +671,7 @@ internal sealed class StealDb : ITransactionProtocol
                 RunOp(_slots[WorkerOf(owner)], stolen, owner, depth + 1, runner);
                 continue;
             }
-            if (++idle % CheckEvery == 0)
+            if (++idle % QueueDeadlockDetector.SearchEvery == 0)
             {
                 suspect = _detector.IsVictim(runner, depth);
             }

@@ -116,8 +116,6 @@ internal sealed class Mcs : LockingProtocol
     /// <summary>Rounds of <see cref="Spin.Once"/> before a waiter gives up. Before the detector,
     /// deadlocks were broken only by this, at 2^8 (docs/measured/StealDB.md, "Deadlock detection").</summary>
     public const int WaitThreshold = 1 << 14;
-    /// <summary>Rounds between two searches of the graph; the first is at this round.</summary>
-    public const int CheckEvery = 1;
     const byte Abandoned = 3;
 
     readonly McsLock _lock;
@@ -167,7 +165,7 @@ internal sealed class Mcs : LockingProtocol
         {
             if (round == WaitThreshold) return AbortReason.WaitTimeout;
             if (ctx.GivingUp) return AbortReason.Deadline;
-            if (round % CheckEvery == 0 && !_noDetection)
+            if (round % QueueDeadlockDetector.SearchEvery == 0 && !_noDetection)
             {
                 // Two searches in a row must agree (the detector's comment).
                 bool victim = _detector.IsVictim(ctx.Worker, 0);

@@ -40,6 +40,12 @@ namespace Contend.Engine.Protocols.TwoPhaseLocking;
 /// </summary>
 internal sealed class QueueDeadlockDetector
 {
+    /// <summary>Idle rounds of a lock wait between two searches, for every protocol that uses the
+    /// detector: every round, since a deadlock found late costs more than the searches
+    /// (docs/measured/StealDB.md, "Deadlock detection": every fourth round ran Mcs at 444,310 txn/s
+    /// on the hot set, every round at 485,000-717,000).</summary>
+    public const int SearchEvery = 1;
+
     readonly McsLock _lock;
     readonly int _workers, _frames, _nodesPerSlot, _stride;
     /// <summary>Per worker, one block of <see cref="_stride"/> longs on lines of its own:
