@@ -112,6 +112,10 @@ public sealed class TxnProgram
         Roots = ops.Where(o => DependencyCount[o.Index] == 0).Select(o => o.Index).ToArray();
     }
 
+    /// <summary>A program whose logic is code that a protocol runs itself, not a DAG of ops (a
+    /// ReactDB reactor function): it has no ops, and names its transactions in histories and errors.</summary>
+    internal static TxnProgram OfCode(string name, Storage.Database schema) => new(name, schema, [], [], 0, bodiesMayAbort: true);
+
     /// <summary>Runs op <paramref name="op"/>'s body; a body that aborts against the program's
     /// declaration is a bug in the program, and throws rather than leave a half-written row.</summary>
     internal long RunBody(Op op, bool write, Span<byte> row, ReadOnlySpan<long> args, ReadOnlySpan<long> results)

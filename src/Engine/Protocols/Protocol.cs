@@ -47,6 +47,10 @@ public enum AbortReason : byte
     /// passed while it waited for a lock, was queued, or was about to retry; or its caller
     /// cancelled during a lock wait (the call then ends with <see cref="OperationCanceledException"/>).</summary>
     Deadline,
+    /// <summary>ReactDB: a sub-transaction reached a container where another (sub-)transaction of
+    /// its root held the root's database context (the paper's conservative abort), and the whole
+    /// root aborted; a retry may find the context free.</summary>
+    SharedContext,
 }
 
 internal static class AbortReasons

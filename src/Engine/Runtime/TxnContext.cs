@@ -45,15 +45,19 @@ internal sealed class TxnContext
     /// the batch with the transaction): <see cref="ContendEngine"/>'s request. Null otherwise.</summary>
     public object? Tag;
 
-    // The access set: one entry per distinct row the attempt touched. What a protocol keeps per
-    // access besides (a lock mode, where a copy is) is in its own state (ProtocolState).
+    // The access set: one entry per distinct row the attempt touched, at most AccessCapacity. What
+    // a protocol keeps per access besides (a lock mode, where a copy is) is in its own state
+    // (ProtocolState), sized by the same capacity.
     public int AccessCount;
-    public readonly int[] AccTable = new int[MaxOps];
-    public readonly int[] AccRow = new int[MaxOps];
+    /// <summary>The most distinct rows an attempt may touch: <see cref="MaxOps"/> (a row per op) unless
+    /// the context was made for logic that is not a DAG of ops (a ReactDB context).</summary>
+    public readonly int AccessCapacity;
+    public readonly int[] AccTable;
+    public readonly int[] AccRow;
     /// <summary>Version observed when the row was first read (the history's reads-from; Silo's validation).</summary>
-    public readonly long[] AccVersion = new long[MaxOps];
+    public readonly long[] AccVersion;
     /// <summary>The attempt's bytes: before-images (2PL) or private copies (Silo), taken by <see cref="Reserve"/>.</summary>
-    public readonly byte[] Buffer = new byte[64 * 1024];
+    public readonly byte[] Buffer;
     public int BufferUsed;
     /// <summary>The per-worker state of the protocol that runs on this context, of that protocol's
     /// own type (2PL's LockingState, Silo's SiloState), made by it on first use; null until then.</summary>
@@ -78,16 +82,25 @@ internal sealed class TxnContext
     /// insert refused. Cleared by <see cref="BeginAttempt"/>.</summary>
     internal Protocols.DuplicateKey? Duplicate;
 
-    /// <summary>Working space for one step (Silo's sorted write set, Ordered's lock order); nothing else may use it meanwhile.</summary>
-    public readonly int[] Scratch = new int[MaxOps];
+    /// <summary>Working space for one step (Silo's sorted write set, Ordered's lock order), an entry
+    /// per access; nothing else may use it meanwhile.</summary>
+    public readonly int[] Scratch;
 
     public HistoryRecorder? Recorder { get; }
 
-    public TxnContext(int worker, HistoryRecorder? recorder)
+    /// <param name="accessCapacity">the most distinct rows an attempt may touch</param>
+    /// <param name="bufferBytes">room for the attempt's copies or images</param>
+    public TxnContext(int worker, HistoryRecorder? recorder, int accessCapacity = MaxOps, int bufferBytes = 64 * 1024)
     {
         Debug.Assert(worker is >= 0 and < 256, $"worker {worker}: a transaction id keeps the worker in 8 bits");
         Worker = worker;
         Recorder = recorder;
+        AccessCapacity = accessCapacity;
+        AccTable = new int[accessCapacity];
+        AccRow = new int[accessCapacity];
+        AccVersion = new long[accessCapacity];
+        Scratch = new int[accessCapacity];
+        Buffer = new byte[bufferBytes];
     }
 
     /// <summary>The caller's token, read by the lock waits (<see cref="GivingUp"/>); none but
@@ -152,7 +165,7 @@ internal sealed class TxnContext
 
     public int AddAccess(int table, int row)
     {
-        Debug.Assert(AccessCount < MaxOps, $"program {Program.Name}: more than {MaxOps} distinct rows");
+        Debug.Assert(AccessCount < AccessCapacity, $"program {Program.Name}: more than {AccessCapacity} distinct rows");
         int i = AccessCount++;
         AccTable[i] = table;
         AccRow[i] = row;

@@ -35,7 +35,7 @@ internal sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
     {
         if (ctx.ProtocolState is SiloState state) return state;
         System.Diagnostics.Debug.Assert(ctx.ProtocolState is null, $"worker {ctx.Worker}: its context carries another protocol's state ({ctx.ProtocolState?.GetType().Name})");
-        ctx.ProtocolState = state = new SiloState();
+        ctx.ProtocolState = state = new SiloState(ctx.AccessCapacity);
         return state;
     }
 
@@ -126,7 +126,19 @@ internal sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
 
     Vote Prepare(TxnContext ctx, bool waitForLocks)
     {
-        // Phase 1: lock the write set in (table, row) order.
+        var vote = LockWriteSet(ctx, waitForLocks);
+        if (vote.IsYes) vote = ValidateReads(ctx);
+        // An inserted row's word is its version, as every other row's, so that a reader records
+        // the insert it read from.
+        return vote.IsYes ? InsertSet.Prepare(Db, ctx, versionInWord: true, waitForClaims: waitForLocks) : vote;
+    }
+
+    /// <summary>Phase 1: locks the write set in (table, row) order. Without
+    /// <paramref name="waitForLocks"/>, a lock held by another committer is a no vote
+    /// (<see cref="AbortReason.LockBusy"/>), and what was locked stays for <see cref="Abort"/> to
+    /// release. ReactDB's commit takes this step in every container before any validation.</summary>
+    internal Vote LockWriteSet(TxnContext ctx, bool waitForLocks)
+    {
         var state = State(ctx);
         Span<int> writes = ctx.Scratch.AsSpan(0, ctx.AccessCount);
         int n = 0;
@@ -147,17 +159,30 @@ internal sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
             }
             state.Mode[i] = LockedByMe;
         }
-        // Phase 2: every row read (written ones too: their bodies read the copy) must still hold
-        // the version read, and must not be locked by another committer.
+        return Vote.Yes;
+    }
+
+    /// <summary>Phase 2: every row read (written ones too: their bodies read the copy) must still
+    /// hold the version read, and must not be locked by another committer.</summary>
+    internal Vote ValidateReads(TxnContext ctx)
+    {
+        var state = State(ctx);
         for (int i = 0; i < ctx.AccessCount; i++)
         {
             long now = Volatile.Read(ref Db[ctx.AccTable[i]].Word(ctx.AccRow[i]));
             bool lockedByOther = (now & LockBit) != 0 && state.Mode[i] != LockedByMe;
             if ((now & ~LockBit) != ctx.AccVersion[i] || lockedByOther) return new Vote(AbortReason.Validation);
         }
-        // An inserted row's word is its version, as every other row's, so that a reader records
-        // the insert it read from.
-        return InsertSet.Prepare(Db, ctx, versionInWord: true, waitForClaims: waitForLocks);
+        return Vote.Yes;
+    }
+
+    /// <summary>A private copy of the row for code that is not an op of a program DAG (a ReactDB
+    /// reactor function's read or write): as an op's access, the row joins the attempt's read set,
+    /// and its write set when <paramref name="write"/>.</summary>
+    internal Span<byte> Grant(TxnContext ctx, Table table, int row, bool write)
+    {
+        Access(ctx, table, row, write, out var data, out _, out _);
+        return data;
     }
 
     /// <summary>Phase 3: install, and unlock by publishing the new version.</summary>

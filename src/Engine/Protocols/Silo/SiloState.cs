@@ -8,11 +8,11 @@ namespace Contend.Engine.Protocols.Silo;
 /// copy is. Made by the protocol on a context's first transaction and kept on it
 /// (<see cref="TxnContext.ProtocolState"/>); only that context's worker touches it.
 /// </summary>
-internal sealed class SiloState
+internal sealed class SiloState(int accessCapacity)
 {
     public const byte ReadOnly = 0, InWriteSet = 1, LockedByMe = 2;
 
-    public readonly byte[] Mode = new byte[TxnContext.MaxOps];
+    public readonly byte[] Mode = new byte[accessCapacity];
     /// <summary>Offset of the row's private copy in <see cref="TxnContext.Buffer"/>.</summary>
-    public readonly int[] Copy = new int[TxnContext.MaxOps];
+    public readonly int[] Copy = new int[accessCapacity];
 }

@@ -1,0 +1,87 @@
+using System.Collections.Concurrent;
+using Contend.Engine.Runtime;
+
+namespace Contend.Engine.Protocols.ReactDB;
+
+/// <summary>
+/// A container's transaction executor (seed 004, Section 3.1, Algorithm 1): a fixed number of
+/// threads draining the container's queue of (sub-)transactions. It is a <see cref="TaskScheduler"/>:
+/// a (sub-)transaction is started on it, and every await in its logic resumes on it, so the
+/// logic only ever runs on its container's threads.
+/// </summary>
+/// <remarks>
+/// Decision (ReactDB.tla D1, the engine's obligation): a (sub-)transaction that waits on a future
+/// gives its thread back. Its continuation is queued here when the future completes, and the
+/// thread meanwhile runs whatever is queued. The paper's BLOCKED thread lets another run but
+/// keeps its (sub-)transaction; here nothing keeps a thread while it waits. So the queue is never
+/// left with work while every thread is blocked, and the deadlock of <c>ReactDBPaperPoolOf1</c>
+/// (two roots calling into each other's one-thread container) cannot happen. The number of
+/// threads is the paper's cap on ACTIVE ones: at most that many run logic at once.
+/// </remarks>
+internal sealed class ContainerExecutor : TaskScheduler, IDisposable
+{
+    readonly ConcurrentQueue<Task> _queue = new();
+    /// <summary>One count per task queued, and one per thread at shutdown.</summary>
+    readonly SemaphoreSlim _ready = new(0);
+    readonly Thread[] _threads;
+    volatile bool _stopping;
+
+    [ThreadStatic] static ContainerExecutor? t_current;
+
+    /// <param name="container">the container's index, in thread names</param>
+    /// <param name="cores">the core each thread is pinned to; null: unpinned</param>
+    public ContainerExecutor(string engine, int container, int threads, int[]? cores)
+    {
+        Container = container;
+        _threads = new Thread[threads];
+        for (int i = 0; i < threads; i++)
+        {
+            int core = cores?[i] ?? -1;
+            _threads[i] = new Thread(() => Drain(core)) { IsBackground = true, Name = $"{engine}-c{container}-e{i}" };
+            _threads[i].Start();
+        }
+    }
+
+    public int Container { get; }
+
+    public override int MaximumConcurrencyLevel => _threads.Length;
+
+    /// <summary>True on one of this executor's threads.</summary>
+    public bool IsCurrent => t_current == this;
+
+    protected override void QueueTask(Task task)
+    {
+        _queue.Enqueue(task);
+        _ready.Release();
+    }
+
+    /// <summary>Inline only on this container's own threads: a continuation of another
+    /// container's work is queued here instead.</summary>
+    protected override bool TryExecuteTaskInline(Task task, bool taskWasPreviouslyQueued) =>
+        t_current == this && !taskWasPreviouslyQueued && TryExecuteTask(task);
+
+    protected override IEnumerable<Task> GetScheduledTasks() => _queue.ToArray();
+
+    /// <summary>Algorithm 1's loop: take the next (sub-)transaction, or continuation of one, and run it.</summary>
+    void Drain(int core)
+    {
+        if (core >= 0) Affinity.PinCurrentThread(core);
+        t_current = this;
+        while (true)
+        {
+            _ready.Wait();
+            if (_queue.TryDequeue(out var task)) TryExecuteTask(task);
+            else if (_stopping) return;
+        }
+    }
+
+    /// <summary>Stops the threads once the queue is empty; the engine calls it after every root has ended.</summary>
+    public void Dispose()
+    {
+        _stopping = true;
+        _ready.Release(_threads.Length);
+        foreach (var thread in _threads)
+            if (thread != Thread.CurrentThread) thread.Join();
+        // The semaphore is not disposed: a thread that called this from its own work still waits on it once.
+    }
+}

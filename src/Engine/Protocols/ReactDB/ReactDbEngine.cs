@@ -1,0 +1,189 @@
+using System.Collections.Concurrent;
+using Contend.Engine.History;
+using Contend.Engine.Programs;
+using Contend.Engine.Protocols.Silo;
+using Contend.Engine.Runtime;
+using Contend.Engine.Storage;
+
+namespace Contend.Engine.Protocols.ReactDB;
+
+/// <summary>What a root transaction came to, and its logic's result when it committed.</summary>
+internal readonly record struct ReactorResult(TxnOutcome Outcome, long Value);
+
+/// <summary>
+/// ReactDB (seed 004; specs/ReactDB/ReactDB.tla as argued in proofs/ReactDB.md): reactors in
+/// containers, each container with executor threads of its own; a root transaction is a reactor
+/// function whose logic calls other reactors' functions as nested sub-transactions, synchronous
+/// in its own container and asynchronous in any other; it commits by Silo's OCC in each container
+/// it touched, coordinated as the spec's corrected linear two-phase commit.
+/// </summary>
+/// <remarks>
+/// A submitted root runs on its reactor's container. Its attempt ends when its logic has ended
+/// and every sub-transaction has completed; then its thread commits (or aborts) every context,
+/// and a conflict abort (a failed validation, a lock held at commit, the conservative abort) is
+/// retried after a randomized back-off. The engine owns the database from its construction to
+/// its disposal, as <see cref="ContendEngine"/> does.
+/// </remarks>
+internal sealed class ReactDbEngine : IAsyncDisposable
+{
+    readonly ReactorDeployment _deployment;
+    readonly ReactDbOptions _options;
+    readonly Database _db;
+    readonly ContainerExecutor[] _executors;
+    readonly ConcurrentQueue<RootTransaction> _slots = new();
+    readonly SemaphoreSlim _free;
+    readonly HistoryRecorder? _recorder;
+    readonly ConcurrentDictionary<ReactorFunction, TxnProgram> _programs = new();
+    long _timestamps;
+    int _closed;
+    long _committed, _userAborted, _conflictAborts;
+
+    /// <summary>Claims the deployment's database (every table made and loaded) and starts the executors.</summary>
+    /// <exception cref="ArgumentException">an option out of range, named</exception>
+    /// <exception cref="InvalidOperationException">another engine serves the database</exception>
+    public ReactDbEngine(ReactorDeployment deployment, ReactDbOptions options)
+    {
+        ArgumentNullException.ThrowIfNull(deployment);
+        ArgumentNullException.ThrowIfNull(options);
+        options.Validate(deployment.Containers);
+        _deployment = deployment;
+        _options = options;
+        _db = deployment.Database;
+        _db.Claim(options.Name);
+        Silo = new SiloOcc(ProtocolSetup.For(_db, 1));
+        int containers = deployment.Containers, executors = options.ExecutorsPerContainer;
+        bool pin = options.PinExecutors && containers * executors <= Environment.ProcessorCount;
+        _executors = new ContainerExecutor[containers];
+        for (int c = 0; c < containers; c++)
+            _executors[c] = new ContainerExecutor(options.Name, c, executors,
+                                                  pin ? Enumerable.Range(c * executors, executors).ToArray() : null);
+        _recorder = options.RecordHistory ? new HistoryRecorder(options.MaxRootsInFlight * containers) : null;
+        for (int s = 0; s < options.MaxRootsInFlight; s++) _slots.Enqueue(new RootTransaction(s, containers, options, _recorder));
+        _free = new SemaphoreSlim(options.MaxRootsInFlight, options.MaxRootsInFlight);
+    }
+
+    /// <summary>The participant every container's context commits through: Silo's phases.</summary>
+    internal SiloOcc Silo { get; }
+
+    public ReactorDeployment Deployment => _deployment;
+
+    /// <summary>Roots committed, ended by their logic, and attempts aborted by a conflict and retried.</summary>
+    public EngineCounts Counts => new(Volatile.Read(ref _committed), Volatile.Read(ref _userAborted), Volatile.Read(ref _conflictAborts));
+
+    /// <summary>
+    /// Runs <paramref name="function"/> on <paramref name="reactor"/> as a root transaction, from any
+    /// thread; completes when it has committed or aborted. Waits (without blocking a thread) while
+    /// <see cref="ReactDbOptions.MaxRootsInFlight"/> roots run.
+    /// </summary>
+    /// <exception cref="TransactionFailedException">a function of its tree threw; the attempt was undone</exception>
+    /// <exception cref="OperationCanceledException">the token was cancelled before the root started, or before a retry</exception>
+    public async ValueTask<ReactorResult> ExecuteAsync(Reactor reactor, ReactorFunction function, ReadOnlyMemory<long> args, CancellationToken cancel = default)
+    {
+        ArgumentNullException.ThrowIfNull(reactor);
+        ArgumentNullException.ThrowIfNull(function);
+        if (reactor.Deployment != _deployment)
+            throw new ArgumentException($"engine {_options.Name}: reactor {reactor.Name} is of another deployment", nameof(reactor));
+        ObjectDisposedException.ThrowIf(Volatile.Read(ref _closed) != 0, this);
+        await _free.WaitAsync(cancel).ConfigureAwait(false);
+        _slots.TryDequeue(out var root);
+        try
+        {
+            var program = _programs.GetOrAdd(function, f => TxnProgram.OfCode(f.Name, _db));
+            return await Task.Factory.StartNew(() => RunRoot(root!, reactor, function, program, args, cancel), CancellationToken.None,
+                                               TaskCreationOptions.DenyChildAttach, _executors[reactor.Container]).Unwrap().ConfigureAwait(false);
+        }
+        finally
+        {
+            _slots.Enqueue(root!);
+            _free.Release();
+        }
+    }
+
+    /// <summary>The root's thread: Algorithm 1 lines 5-18 for the root, commit included, and the
+    /// retries of its conflict aborts.</summary>
+    async Task<ReactorResult> RunRoot(RootTransaction root, Reactor reactor, ReactorFunction function, TxnProgram program,
+                                      ReadOnlyMemory<long> args, CancellationToken cancel)
+    {
+        long timestamp = Interlocked.Increment(ref _timestamps);
+        ulong rng = Rng.Seed((ulong)timestamp, reactor.Id);
+        int maxAttempts = _options.MaxAttempts ?? int.MaxValue;
+        for (int attempt = 1; ; attempt++)
+        {
+            root.BeginAttempt(program, reactor.Container, timestamp);
+            var node = new ReactorCall(this, root, reactor);
+            bool took = root.TryTake(reactor.Container, node); // Dequeue: held through the commit (D8)
+            System.Diagnostics.Debug.Assert(took, $"program {program.Name}: a new attempt found its home context held");
+            long value = await node.RunLogic(function, args);
+            await node.ChildrenDone(); // BeginCommit waits for SubTxnsDone
+            AbortReason reason;
+            if (root.Failed)
+            {
+                reason = root.Reason;
+                root.Abort(Silo); // AbortAll
+            }
+            else reason = root.Commit(Silo);
+            root.Release(reactor.Container, node);
+            if (reason == AbortReason.None)
+            {
+                Interlocked.Increment(ref _committed);
+                return new ReactorResult(new TxnOutcome(Outcome.Committed, AbortReason.None, attempt), value);
+            }
+            if (root.Error is { } error) throw new TransactionFailedException(program, error);
+            if (reason.IsFinal())
+            {
+                Interlocked.Increment(ref _userAborted);
+                return new ReactorResult(new TxnOutcome(Outcome.UserAborted, reason, attempt), 0);
+            }
+            Interlocked.Increment(ref _conflictAborts);
+            if (attempt >= maxAttempts) return new ReactorResult(new TxnOutcome(Outcome.Aborted, reason, attempt), 0);
+            cancel.ThrowIfCancellationRequested();
+            Spin.Backoff(attempt, ref rng);
+            await Task.Yield(); // lets the container's queue run before the retry
+        }
+    }
+
+    /// <summary>Algorithm 2 line 15: queues <paramref name="callee"/> on its container. Its task is
+    /// the future: it completes, with the logic's result, once the callee and every
+    /// sub-transaction it called have completed (Alg. 1 line 20).</summary>
+    internal Task<long> Enqueue(ReactorCall callee, ReactorFunction function, ReadOnlyMemory<long> args) =>
+        Task.Factory.StartNew(() => RunCallee(callee, function, args), CancellationToken.None, TaskCreationOptions.DenyChildAttach,
+                              _executors[callee.Reactor.Container]).Unwrap();
+
+    static async Task<long> RunCallee(ReactorCall callee, ReactorFunction function, ReadOnlyMemory<long> args)
+    {
+        var root = callee.Root;
+        int container = callee.Reactor.Container;
+        // Dequeue: a context another thread holds is the conservative abort (D2); a failed root's runs nothing.
+        if (root.Failed) return 0;
+        if (!root.TryTake(container, callee))
+        {
+            root.Fail(AbortReason.SharedContext);
+            return 0;
+        }
+        try
+        {
+            long result = await callee.RunLogic(function, args);
+            await callee.ChildrenDone();
+            return result;
+        }
+        finally
+        {
+            root.Release(container, callee); // Complete
+        }
+    }
+
+    /// <summary>Every committed root's reads and writes (with <see cref="ReactDbOptions.RecordHistory"/>),
+    /// one entry per container it committed in; call once no root runs.</summary>
+    public IReadOnlyList<CommittedTxn> History() =>
+        _recorder?.Collect() ?? throw new InvalidOperationException($"engine {_options.Name}: history is recorded only with {nameof(ReactDbOptions.RecordHistory)}");
+
+    /// <summary>Waits for every running root to end, then stops the executors and disposes the database.</summary>
+    public async ValueTask DisposeAsync()
+    {
+        if (Interlocked.Exchange(ref _closed, 1) != 0) return;
+        for (int i = 0; i < _options.MaxRootsInFlight; i++) await _free.WaitAsync().ConfigureAwait(false);
+        foreach (var executor in _executors) executor.Dispose();
+        _db.Release();
+        _db.Dispose();
+    }
+}

@@ -1,0 +1,171 @@
+namespace Contend.Engine.Protocols.ReactDB;
+
+/// <summary>A reactor function's logic: a (sub-)transaction on <paramref name="call"/>'s reactor.
+/// Its result goes back to its caller (for a root, to whoever submitted it).</summary>
+internal delegate ValueTask<long> ReactorLogic(ReactorCall call, ReadOnlyMemory<long> args);
+
+/// <summary>Reads a row's payload and returns a result.</summary>
+internal delegate long RowReader(ReadOnlySpan<byte> row);
+
+/// <summary>Changes a row's payload in place and returns a result.</summary>
+internal delegate long RowWriter(Span<byte> row);
+
+/// <summary>A function reactors of some type offer: a name (a root's names its transactions in
+/// histories and errors) and its logic.</summary>
+internal sealed class ReactorFunction(string name, ReactorLogic logic)
+{
+    public string Name { get; } = name;
+    public ReactorLogic Logic { get; } = logic;
+
+    public override string ToString() => Name;
+}
+
+/// <summary>Unwinds a function's logic once its root has failed (D9); the engine catches it.
+/// Logic that catches it anyway changes nothing: the root still aborts.</summary>
+internal sealed class RootAbortedException() : Exception("the root transaction has aborted; the rest of this function's logic is skipped");
+
+/// <summary>
+/// A (sub-)transaction as its logic sees it: reads and writes of its own reactor's relations, in
+/// its root's database context for its container; calls to other reactors; and an abort of the
+/// whole root. A call into its own container runs synchronously, on this thread and context; any
+/// other is queued on the callee's container and returns a future (Algorithm 2). It completes
+/// only when its logic has ended and every sub-transaction it called has completed (Algorithm 1
+/// line 16), whether or not the logic awaited them.
+/// </summary>
+/// <remarks>Not thread-safe, as the paper's context is not (D3): the logic uses it from one flow
+/// of control, awaiting its futures before calling again if it likes, but never handing it to
+/// another thread.</remarks>
+internal sealed class ReactorCall
+{
+    readonly ReactDbEngine _engine;
+    /// <summary>The sub-transactions called that complete after this one's logic: a synchronous
+    /// callee's own children, and every asynchronous callee.</summary>
+    List<Task>? _children;
+
+    internal ReactorCall(ReactDbEngine engine, RootTransaction root, Reactor reactor)
+    {
+        _engine = engine;
+        Root = root;
+        Reactor = reactor;
+    }
+
+    internal RootTransaction Root { get; }
+
+    /// <summary>The reactor this (sub-)transaction runs on.</summary>
+    public Reactor Reactor { get; }
+
+    /// <summary>ReactDB.tla ReadOp: the row's payload as this root's context sees it (its own
+    /// write if it wrote the row in this container, else the committed version it records).
+    /// A missing key aborts the root (<see cref="AbortReason.User"/>).</summary>
+    public long Read(Relation relation, long key, RowReader reader)
+    {
+        var ctx = Enter(relation, key, out int row);
+        return reader(_engine.Silo.Grant(ctx, relation.Table, row, write: false));
+    }
+
+    /// <summary>ReactDB.tla WriteLoad/WriteStore: changes the row in this root's context; the
+    /// change is installed only if the root commits. A missing key aborts the root.</summary>
+    public long Write(Relation relation, long key, RowWriter writer)
+    {
+        var ctx = Enter(relation, key, out int row);
+        return writer(_engine.Silo.Grant(ctx, relation.Table, row, write: true));
+    }
+
+    /// <summary>
+    /// ReactDB.tla Call: runs <paramref name="function"/> on <paramref name="reactor"/> as a
+    /// sub-transaction. In this container, its logic runs now, on this thread and in this context,
+    /// and the result is ready when the logic ends (SyncReturn); in another, it is queued there
+    /// and the result arrives when it has completed, its own sub-transactions included.
+    /// </summary>
+    /// <exception cref="RootAbortedException">the root has failed: the logic stops here</exception>
+    public ValueTask<long> CallAsync(Reactor reactor, ReactorFunction function, ReadOnlyMemory<long> args)
+    {
+        ArgumentNullException.ThrowIfNull(reactor);
+        ArgumentNullException.ThrowIfNull(function);
+        if (reactor.Deployment != Reactor.Deployment)
+            throw new ArgumentException($"reactor {Reactor.Name}, function call {function.Name}: reactor {reactor.Name} is of another deployment", nameof(reactor));
+        ThrowIfFailed();
+        var callee = new ReactorCall(_engine, Root, reactor);
+        if (reactor.Container == Reactor.Container) return CallHere(callee, function, args);
+        var future = _engine.Enqueue(callee, function, args);
+        (_children ??= new()).Add(future);
+        return Await(future);
+    }
+
+    /// <summary>Aborts the whole root transaction as its logic demands: nothing of it is written,
+    /// and the submitter gets <see cref="Outcome.UserAborted"/> (not retried). Never returns.</summary>
+    /// <remarks>Decision: the spec (D7) gives logic no abort; a user abort takes the same path as
+    /// the conservative abort (<c>failed</c>, then AbortAll), whose safety the spec checks, with
+    /// a reason that is final.</remarks>
+    public void AbortRoot()
+    {
+        Root.Fail(AbortReason.User);
+        throw new RootAbortedException();
+    }
+
+    async ValueTask<long> CallHere(ReactorCall callee, ReactorFunction function, ReadOnlyMemory<long> args)
+    {
+        long result = await callee.RunLogic(function, args);
+        if (callee.ChildrenDone() is { IsCompletedSuccessfully: false } pending) (_children ??= new()).Add(pending);
+        ThrowIfFailed();
+        return result;
+    }
+
+    async ValueTask<long> Await(Task<long> future)
+    {
+        long result = await future;
+        ThrowIfFailed();
+        return result;
+    }
+
+    /// <summary>Runs the logic to its end: a failed root's (sub-)transaction runs none of it (D9),
+    /// and an exception it throws fails the root with that exception (a bug in the function).</summary>
+    internal async ValueTask<long> RunLogic(ReactorFunction function, ReadOnlyMemory<long> args)
+    {
+        if (Root.Failed) return 0;
+        try
+        {
+            return await function.Logic(this, args);
+        }
+        catch (RootAbortedException)
+        {
+            return 0;
+        }
+        catch (Exception e)
+        {
+            Root.Fail(AbortReason.User, e);
+            return 0;
+        }
+    }
+
+    /// <summary>Algorithm 1 line 16: completes when every sub-transaction called has.</summary>
+    internal Task ChildrenDone() => _children switch
+    {
+        null => Task.CompletedTask,
+        [var only] => only,
+        var all => Task.WhenAll(all),
+    };
+
+    Runtime.TxnContext Enter(Relation relation, long key, out int row)
+    {
+        ArgumentNullException.ThrowIfNull(relation);
+        if (relation.Owner != Reactor)
+            throw new ArgumentException($"reactor {Reactor.Name}: relation {relation} is reactor {relation.Owner.Name}'s; a function reads and writes only its own reactor's relations, and calls the other reactor for the rest", nameof(relation));
+        ThrowIfFailed();
+        row = relation.Table.Find(key);
+        if (row < 0)
+        {
+            Root.Fail(AbortReason.User);
+            throw new RootAbortedException();
+        }
+        var ctx = Root.Context(Reactor.Container);
+        if (ctx.AccessCount == ctx.AccessCapacity && ctx.FindAccess(relation.Table.Id, row) < 0)
+            throw new InvalidOperationException($"reactor {Reactor.Name}: root {Root.Program.Name} touches more than {ctx.AccessCapacity} rows in container {Reactor.Container}, the most {nameof(ReactDbOptions)}.{nameof(ReactDbOptions.ContextRows)} allows");
+        return ctx;
+    }
+
+    void ThrowIfFailed()
+    {
+        if (Root.Failed) throw new RootAbortedException();
+    }
+}

@@ -1,0 +1,149 @@
+using System.Diagnostics;
+using Contend.Engine.History;
+using Contend.Engine.Programs;
+using Contend.Engine.Protocols.Silo;
+using Contend.Engine.Runtime;
+
+namespace Contend.Engine.Protocols.ReactDB;
+
+/// <summary>
+/// One root transaction's state across its containers, kept in a slot reused by the roots that
+/// run in it one after another: a database context per container (Silo's read and write sets,
+/// ReactDB.tla's <c>rs</c> and <c>ws</c>), which (sub-)transaction holds each (<c>holder</c>),
+/// where it has been (<c>spans</c>) and whether it has failed (<c>failed</c>). Its commit is the
+/// spec's coordinator (Algorithm 3 with the lockFirst order, D5).
+/// </summary>
+internal sealed class RootTransaction
+{
+    readonly TxnContext[] _contexts;
+    /// <summary>holder[c]: the (sub-)transaction whose thread uses the context in container c (D2).</summary>
+    readonly ReactorCall?[] _holders;
+    /// <summary>spans[c]: the context in c is in use this attempt. Written by the node that first
+    /// takes it, read by the root after every node has completed.</summary>
+    readonly bool[] _spans;
+    int _failed;
+    AbortReason _reason;
+    Exception? _error;
+
+    /// <param name="slot">the slot's index: its context for container c is worker slot * containers + c</param>
+    public RootTransaction(int slot, int containers, ReactDbOptions options, HistoryRecorder? recorder)
+    {
+        _contexts = new TxnContext[containers];
+        for (int c = 0; c < containers; c++)
+            _contexts[c] = new TxnContext(slot * containers + c, recorder, options.ContextRows, options.ContextBytes);
+        _holders = new ReactorCall?[containers];
+        _spans = new bool[containers];
+    }
+
+    public TxnProgram Program { get; private set; } = null!;
+    /// <summary>The root's container: its context there is held from the start to the end of the commit (D8).</summary>
+    public int Home { get; private set; }
+    /// <summary>The attempt's id, shared by its contexts: the version its writes install.</summary>
+    public long TxnId { get; private set; }
+    public bool Failed => Volatile.Read(ref _failed) != 0;
+    /// <summary>Why the attempt failed (after <see cref="Failed"/>).</summary>
+    public AbortReason Reason => _reason;
+    /// <summary>The exception a function threw, when that is why it failed.</summary>
+    public Exception? Error => _error;
+
+    /// <summary>Starts an attempt of a root running <paramref name="program"/> from container <paramref name="home"/>.</summary>
+    public void BeginAttempt(TxnProgram program, int home, long timestamp)
+    {
+        Debug.Assert(Array.TrueForAll(_holders, h => h is null), $"program {program.Name}: an attempt began with a context still held");
+        Program = program;
+        Home = home;
+        Array.Clear(_spans);
+        _failed = 0;
+        _reason = AbortReason.None;
+        _error = null;
+        var ctx = _contexts[home];
+        ctx.Start(program, timestamp);
+        ctx.BeginAttempt();
+        TxnId = ctx.TxnId;
+        _spans[home] = true;
+    }
+
+    /// <summary>The context in container <paramref name="container"/>, for its holder.</summary>
+    public TxnContext Context(int container)
+    {
+        Debug.Assert(_spans[container], $"program {Program.Name}: container {container}'s context used before it was taken");
+        return _contexts[container];
+    }
+
+    /// <summary>ReactDB.tla Dequeue: <paramref name="node"/> takes the root's context in its
+    /// container, making it on first use (Alg. 1 lines 5-14); false when another thread holds it,
+    /// which is the conservative abort's cause (D2).</summary>
+    public bool TryTake(int container, ReactorCall node)
+    {
+        if (Interlocked.CompareExchange(ref _holders[container], node, null) is not null) return false;
+        if (!_spans[container])
+        {
+            _contexts[container].BeginParticipantAttempt(Program, TxnId, _contexts[Home].Timestamp);
+            _spans[container] = true;
+        }
+        return true;
+    }
+
+    /// <summary>ReactDB.tla Complete (and the end of the root's commit): the node gives the context back.</summary>
+    public void Release(int container, ReactorCall node)
+    {
+        Debug.Assert(_holders[container] == node, $"program {Program.Name}: container {container}'s context released by a node that does not hold it");
+        Volatile.Write(ref _holders[container], null);
+    }
+
+    /// <summary>Marks the attempt failed; the first reason stays. Every node still to run skips its
+    /// logic, every running one stops at its next step (D9), and the root aborts.</summary>
+    public void Fail(AbortReason reason, Exception? error = null)
+    {
+        if (Interlocked.CompareExchange(ref _failed, 1, 0) != 0) return;
+        _reason = reason;
+        _error = error;
+    }
+
+    /// <summary>
+    /// The coordinator's commit, once every node has completed (ReactDB.tla BeginCommit): lock
+    /// each context's write set, in the validation order; then validate each one's reads; then
+    /// install in each (LockStep, ValidateStep, WriteStep). Returns None on a commit; otherwise
+    /// why not, having aborted every context (AbortAll).
+    /// </summary>
+    /// <remarks>Decision (D5): Algorithm 3 as written validates container by container, each
+    /// locking its write set and then checking its reads; TLC shows it is not serializable
+    /// (<c>ReactDBPaperLinear</c>: a blind write in a later container). Silo's order of phases
+    /// across containers is: every write lock first, then every read check. The validation order
+    /// is the root's container, then the others by index (D6): nothing waits (D4: a held lock is
+    /// a no), so the order decides only which of two conflicting roots fails.</remarks>
+    public AbortReason Commit(SiloOcc silo)
+    {
+        Debug.Assert(!Failed, $"program {Program.Name}: a failed root must abort, not commit");
+        var reason = AbortReason.None;
+        for (int i = 0; i < _contexts.Length && reason == AbortReason.None; i++)
+            if (InOrder(i) is int c and >= 0) reason = silo.LockWriteSet(_contexts[c], waitForLocks: false).Reason; // LockStep
+        for (int i = 0; i < _contexts.Length && reason == AbortReason.None; i++)
+            if (InOrder(i) is int c and >= 0) reason = silo.ValidateReads(_contexts[c]).Reason; // ValidateStep
+        if (reason != AbortReason.None)
+        {
+            Abort(silo);
+            return reason;
+        }
+        for (int i = 0; i < _contexts.Length; i++)
+            if (InOrder(i) is int c and >= 0) silo.CommitParticipant(_contexts[c]); // WriteStep
+        return AbortReason.None;
+    }
+
+    /// <summary>ReactDB.tla AbortAll: every context the attempt used gives back what it locked;
+    /// the writes were buffered, so nothing else is undone.</summary>
+    public void Abort(SiloOcc silo)
+    {
+        for (int c = 0; c < _contexts.Length; c++)
+            if (_spans[c]) silo.AbortParticipant(_contexts[c]);
+    }
+
+    /// <summary>The i-th container of the validation order (ReactDB.tla ValOrder): the root's
+    /// own, then the others it used by index; -1 where the order has none.</summary>
+    int InOrder(int i)
+    {
+        if (i == 0) return Home;
+        int c = i <= Home ? i - 1 : i;
+        return _spans[c] ? c : -1;
+    }
+}
