@@ -11,8 +11,8 @@ using Spectre.Console;
 // contend: runs the engine's protocols over its workloads (../../shared/DESIGN.md, "Runner").
 // Exit codes: 0 done, 1 a check failed, 2 bad input (one line naming the problem).
 
-var protocol = new Option<string>("--protocol") { Description = $"one of {string.Join(", ", ProtocolRegistry.Names)}, or Chiller (on the simulated cluster of contend cluster)", Required = true };
-var workloadName = new Option<string>("--workload") { Description = "ycsb, stealdb or tpcc", DefaultValueFactory = _ => "ycsb" };
+var protocol = new Option<string>("--protocol") { Description = $"one of {string.Join(", ", ProtocolRegistry.Names)}, Chiller (on the simulated cluster of contend cluster), or ReactDB (workload smartmart)", Required = true };
+var workloadName = new Option<string>("--workload") { Description = "ycsb, stealdb, tpcc, or smartmart (ReactDB's)", DefaultValueFactory = _ => "ycsb" };
 var threads = new Option<int>("--threads") { Description = "worker threads, one pinned per core", DefaultValueFactory = _ => 2 };
 var seconds = new Option<double>("--seconds") { Description = "measured seconds", DefaultValueFactory = _ => 5 };
 var warmup = new Option<double>("--warmup") { Description = "seconds run before measuring", DefaultValueFactory = _ => 1 };
@@ -24,9 +24,10 @@ var knobs = new WorkloadKnobs();
 var batch = new Option<int>("--batch") { Description = "Strife: transactions per batch", DefaultValueFactory = _ => 1000 };
 var alpha = new Option<double>("--alpha") { Description = "Strife: merge's alpha in (0, 1]", DefaultValueFactory = _ => 0.2 };
 var noOverlap = new Option<bool>("--no-overlap") { Description = "Strife: analyse the next batch only once the current one is done" };
+var deployment = new Option<string>("--deployment") { Description = "ReactDB: sync (one container, an executor per thread) or async (a container per store section)", DefaultValueFactory = _ => "async" };
 var callers = new Option<int>("--callers") { Description = "run through ContendEngine.ExecuteAsync, a service's front door, with this many async callers (0: the worker pool)", DefaultValueFactory = _ => 0 };
 
-var run = new Command("run", "run one protocol on one workload and print a summary") { protocol, workloadName, threads, seconds, warmup, check, output, seed, noPin, batch, alpha, noOverlap, callers };
+var run = new Command("run", "run one protocol on one workload and print a summary") { protocol, workloadName, threads, seconds, warmup, check, output, seed, noPin, batch, alpha, noOverlap, callers, deployment };
 knobs.AddTo(run);
 run.SetAction(parse =>
 {
@@ -34,8 +35,10 @@ run.SetAction(parse =>
     string? prefix = parse.GetValue(output);
     if (prefix is not null) Runner.CheckWritable(prefix);
     var options = Options(parse.GetValue(threads), parse.GetValue(seconds), parse.GetValue(warmup), parse.GetValue(check), !parse.GetValue(noPin), parse.GetValue(seed));
-    var make = knobs.Factory(parse.GetValue(workloadName)!, parse);
     string name = parse.GetValue(protocol)!;
+    if (name.Equals(ReactDbRunner.Protocol, StringComparison.OrdinalIgnoreCase)) return RunReactDb(parse, options, prefix);
+    if (parse.GetResult(deployment) is { Implicit: false }) throw new UsageException($"--deployment is a ReactDB knob; this run's protocol is {name}");
+    var make = knobs.Factory(parse.GetValue(workloadName)!, parse);
     bool takesStrifeKnobs = ProtocolRegistry.TryFind(name, out var descriptor) && descriptor.OptionsType == typeof(StrifeOptions);
     foreach (var knob in new Option[] { batch, alpha, noOverlap })
         if (!takesStrifeKnobs && parse.GetResult(knob) is { Implicit: false })
@@ -136,6 +139,24 @@ static RunOptions Options(int threads, double seconds, double warmup, bool check
     if (!(seconds > 0) || seconds > 86_400) throw new UsageException($"--seconds {seconds.ToString(CultureInfo.InvariantCulture)}: must be in (0, 86400]");
     if (!(warmup >= 0) || warmup > 86_400) throw new UsageException($"--warmup {warmup.ToString(CultureInfo.InvariantCulture)}: must be in [0, 86400]");
     return new RunOptions(threads, seconds, warmup, check, pin, seed);
+}
+
+int RunReactDb(ParseResult parse, RunOptions options, string? prefix)
+{
+    if (parse.GetValue(workloadName) != "smartmart") throw new UsageException($"--protocol ReactDB runs workload smartmart (reactors); this run's is {parse.GetValue(workloadName)}");
+    foreach (var knob in new Option[] { batch, alpha, noOverlap, callers })
+        if (parse.GetResult(knob) is { Implicit: false }) throw new UsageException($"{knob.Name} is not a ReactDB knob");
+    var shape = parse.GetValue(deployment) switch
+    {
+        "sync" => SmartMartDeployment.Sync,
+        "async" => SmartMartDeployment.Async,
+        var other => throw new UsageException($"--deployment {other}: sync or async"),
+    };
+    var row = ReactDbRunner.Run(knobs.SmartMart(parse), shape, options);
+    Print([row]);
+    Console.WriteLine($"{row.Detail}\n{row.Config}\ntables and indexes: {row.TableBytes / (1024.0 * 1024 * 1024):F2} GiB");
+    if (prefix is not null) Runner.Write(prefix, [row], Runner.Metadata(Environment.CommandLine, options.Seed));
+    return row.Anomalies > 0 ? 1 : 0;
 }
 
 static void Print(IReadOnlyList<RunRow> rows)

@@ -19,7 +19,13 @@ public class CommandLineTests
 
     [Theory]
     [InlineData("unknown protocol 'Nope' (known: NoWait, WaitDie, WaitsFor, Ordered, Mcs, Silo, StealDB, StealDBBasicWS, StealDBNoSteal, Strife, and the control BrokenEarlyRelease)", "run", "--protocol", "Nope")]
-    [InlineData("unknown workload 'nope' (known: ycsb, stealdb, tpcc)", "run", "--protocol", "NoWait", "--workload", "nope")]
+    [InlineData("unknown workload 'nope' (known: ycsb, stealdb, tpcc, smartmart)", "run", "--protocol", "NoWait", "--workload", "nope")]
+    [InlineData("workload smartmart is an application of reactors: it runs under --protocol ReactDB", "run", "--protocol", "Silo", "--workload", "smartmart")]
+    [InlineData("--protocol ReactDB runs workload smartmart (reactors); this run's is tpcc", "run", "--protocol", "ReactDB", "--workload", "tpcc")]
+    [InlineData("--order-items 30: must be a multiple of --order-sections (8) in 8..64", "run", "--protocol", "ReactDB", "--workload", "smartmart", "--order-items", "30")]
+    [InlineData("--deployment is a ReactDB knob; this run's protocol is Silo", "run", "--protocol", "Silo", "--deployment", "sync")]
+    [InlineData("--deployment both: sync or async", "run", "--protocol", "ReactDB", "--workload", "smartmart", "--deployment", "both")]
+    [InlineData("--rows is a ycsb knob; this run's workload is smartmart", "run", "--protocol", "ReactDB", "--workload", "smartmart", "--rows", "10")]
     [InlineData("zipf: theta = 1.5 must be in [0, 1)", "run", "--protocol", "NoWait", "--theta", "1.5", "--rows", "1000")]
     [InlineData("--threads 0: must be in 1..255", "run", "--protocol", "NoWait", "--threads", "0")]
     [InlineData("unknown study 'nope' (known: stealdb, strife)", "study", "nope")]
@@ -64,6 +70,23 @@ public class CommandLineTests
         Assert.Equal(0, code);
         Assert.Contains("through ContendEngine, 8 async callers", output);
         Assert.Matches($@"{protocol}\s+[1-9][\d,]* .* [1-9][\d,]*\s+0 ", output); // commits, and checked transactions with 0 anomalies
+    }
+
+    /// <summary>ReactDB over SmartMart, both deployments, with the history checked.</summary>
+    [Theory]
+    [InlineData("sync")]
+    [InlineData("async")]
+    public void ReactDbRunsSmartMartWithTheCheckerOn(string deployment)
+    {
+        var (code, output, err) = Contend("run", "--protocol", "ReactDB", "--workload", "smartmart", "--deployment", deployment, "--items", "200",
+                                          "--carts", "3", "--seconds", "0.3", "--warmup", "0", "--no-pin", "--check");
+        Assert.True(code == 0, err + output);
+        var line = output.Split('\n').Single(l => l.StartsWith("ReactDB ", StringComparison.Ordinal));
+        var cells = line.Split(' ', StringSplitOptions.RemoveEmptyEntries);
+        Assert.True(double.Parse(cells[1], NumberStyles.Number, CultureInfo.InvariantCulture) > 0, line);
+        Assert.True(int.Parse(cells[6], NumberStyles.Number, CultureInfo.InvariantCulture) > 0, line); // history entries checked
+        Assert.Equal("0", cells[7]); // anomalies
+        Assert.Contains($"{deployment} deployment", output);
     }
 
     [Fact]

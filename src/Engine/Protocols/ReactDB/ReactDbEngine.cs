@@ -37,6 +37,7 @@ internal sealed class ReactDbEngine : IAsyncDisposable
     long _timestamps;
     int _closed;
     long _committed, _userAborted, _conflictAborts;
+    readonly long[] _abortsByReason = new long[Enum.GetValues<AbortReason>().Length];
 
     /// <summary>Claims the deployment's database (every table made and loaded) and starts the executors.</summary>
     /// <exception cref="ArgumentException">an option out of range, named</exception>
@@ -135,6 +136,7 @@ internal sealed class ReactDbEngine : IAsyncDisposable
                 return new ReactorResult(new TxnOutcome(Outcome.UserAborted, reason, attempt), 0);
             }
             Interlocked.Increment(ref _conflictAborts);
+            Interlocked.Increment(ref _abortsByReason[(int)reason]);
             if (attempt >= maxAttempts) return new ReactorResult(new TxnOutcome(Outcome.Aborted, reason, attempt), 0);
             cancel.ThrowIfCancellationRequested();
             Spin.Backoff(attempt, ref rng);
@@ -170,6 +172,14 @@ internal sealed class ReactDbEngine : IAsyncDisposable
         {
             root.Release(container, callee); // Complete
         }
+    }
+
+    /// <summary>Conflict aborts so far, indexed by <see cref="AbortReason"/>.</summary>
+    public long[] ConflictAbortsByReason()
+    {
+        var counts = new long[_abortsByReason.Length];
+        for (int i = 0; i < counts.Length; i++) counts[i] = Volatile.Read(ref _abortsByReason[i]);
+        return counts;
     }
 
     /// <summary>Every committed root's reads and writes (with <see cref="ReactDbOptions.RecordHistory"/>),

@@ -42,17 +42,23 @@ internal sealed class ReactorCall
     /// callee's own children, and every asynchronous callee.</summary>
     List<Task>? _children;
 
-    internal ReactorCall(ReactDbEngine engine, RootTransaction root, Reactor reactor)
+    internal ReactorCall(ReactDbEngine engine, RootTransaction root, Reactor reactor, Memory<long> results = default)
     {
         _engine = engine;
         Root = root;
         Reactor = reactor;
+        Results = results;
     }
 
     internal RootTransaction Root { get; }
 
     /// <summary>The reactor this (sub-)transaction runs on.</summary>
     public Reactor Reactor { get; }
+
+    /// <summary>Where the logic may leave results beyond the one it returns: the memory its caller
+    /// passed to <see cref="CallAsync"/>, which the caller reads once the call's result is in
+    /// (empty for a root).</summary>
+    public Memory<long> Results { get; }
 
     /// <summary>ReactDB.tla ReadOp: the row's payload as this root's context sees it (its own
     /// write if it wrote the row in this container, else the committed version it records).
@@ -77,15 +83,17 @@ internal sealed class ReactorCall
     /// and the result is ready when the logic ends (SyncReturn); in another, it is queued there
     /// and the result arrives when it has completed, its own sub-transactions included.
     /// </summary>
+    /// <param name="results">memory the callee may fill (its <see cref="Results"/>); read it only
+    /// once the returned result is in</param>
     /// <exception cref="RootAbortedException">the root has failed: the logic stops here</exception>
-    public ValueTask<long> CallAsync(Reactor reactor, ReactorFunction function, ReadOnlyMemory<long> args)
+    public ValueTask<long> CallAsync(Reactor reactor, ReactorFunction function, ReadOnlyMemory<long> args, Memory<long> results = default)
     {
         ArgumentNullException.ThrowIfNull(reactor);
         ArgumentNullException.ThrowIfNull(function);
         if (reactor.Deployment != Reactor.Deployment)
             throw new ArgumentException($"reactor {Reactor.Name}, function call {function.Name}: reactor {reactor.Name} is of another deployment", nameof(reactor));
         ThrowIfFailed();
-        var callee = new ReactorCall(_engine, Root, reactor);
+        var callee = new ReactorCall(_engine, Root, reactor, results);
         if (reactor.Container == Reactor.Container) return CallHere(callee, function, args);
         var future = _engine.Enqueue(callee, function, args);
         (_children ??= new()).Add(future);
