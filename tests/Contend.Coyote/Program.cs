@@ -45,7 +45,7 @@ for (int i = 0; i < args.Length; i++)
 }
 
 var tests = McsLockTests.All.Concat(TwoPhaseLockingTests.All).Concat(InsertTests.All).Concat(Contend.Coyote.TwoPhaseCommit.TwoPhaseCommitTests.All).Concat(Contend.Coyote.Chiller.ChillerTests.All).Concat(Contend.Coyote.StealDB.StealDbTests.All)
-    .Concat(Contend.Coyote.Strife.StrifeTests.All).Concat(Contend.Coyote.Runtime.EngineTests.All)
+    .Concat(Contend.Coyote.Strife.StrifeTests.All).Concat(Contend.Coyote.Runtime.EngineTests.All).Concat(Contend.Coyote.ReactDB.ReactDbTests.All)
     .Where(t => filters.Count == 0 || filters.Any(f => t.Name.Contains(f, StringComparison.OrdinalIgnoreCase)))
     .ToList();
 if (tests.Count == 0)

@@ -327,6 +327,27 @@ public class ReactDbTests
         Assert.Equal(Initial, await Row(engine, deployment.Reactors[1], 0));
     }
 
+    /// <summary>A blind write replaces the row without reading it: the root reads its own write
+    /// back, and the history records the write over the version it locked, not a read.</summary>
+    [Fact]
+    public async Task OverwriteReplacesTheRowWithoutReadingIt()
+    {
+        var deployment = Bank(1, 1);
+        await using var engine = new ReactDbEngine(deployment, new ReactDbOptions { RecordHistory = true });
+        var overwrite = new ReactorFunction("overwrite", (call, _) =>
+        {
+            var balance = call.Reactor.Relation("balance");
+            call.Overwrite(balance, 2, row => Add(row, 42)); // the buffer starts zeroed
+            return ValueTask.FromResult(call.Read(balance, 2, Value));
+        });
+        var r = await engine.ExecuteAsync(deployment.Reactors[0], overwrite, default);
+        Assert.Equal(42, r.Value);
+        Assert.Equal(42, await Row(engine, deployment.Reactors[0], 2));
+        var written = Assert.Single(engine.History(), t => t.TxnProgram == "overwrite");
+        var access = Assert.Single(written.Accesses);
+        Assert.True(access.IsWrite);
+    }
+
     [Fact]
     public async Task ARootThatTouchesMoreRowsThanItsContextHoldsFailsNamingTheLimit()
     {

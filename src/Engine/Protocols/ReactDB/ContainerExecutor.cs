@@ -18,13 +18,17 @@ namespace Contend.Engine.Protocols.ReactDB;
 /// (two roots calling into each other's one-thread container) cannot happen. The number of
 /// threads is the paper's cap on ACTIVE ones: at most that many run logic at once.
 /// </remarks>
-internal sealed class ContainerExecutor : TaskScheduler, IDisposable
+internal sealed class ContainerExecutor : TaskScheduler
 {
     readonly ConcurrentQueue<Task> _queue = new();
-    /// <summary>One count per task queued, and one per thread at shutdown.</summary>
-    readonly SemaphoreSlim _ready = new(0);
+    /// <summary>Sleeping threads wait on it for work (a Monitor, whose waits Coyote schedules).</summary>
+    readonly object _gate = new();
+    int _sleepers;
     readonly Thread[] _threads;
-    volatile bool _stopping;
+    bool _stopping;
+    /// <summary>Threads still in <see cref="Drain"/>; the last one out completes <see cref="_exited"/>.</summary>
+    int _running;
+    readonly TaskCompletionSource _exited = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
     [ThreadStatic] static ContainerExecutor? t_current;
 
@@ -34,6 +38,7 @@ internal sealed class ContainerExecutor : TaskScheduler, IDisposable
     {
         Container = container;
         _threads = new Thread[threads];
+        _running = threads;
         for (int i = 0; i < threads; i++)
         {
             int core = cores?[i] ?? -1;
@@ -52,7 +57,8 @@ internal sealed class ContainerExecutor : TaskScheduler, IDisposable
     protected override void QueueTask(Task task)
     {
         _queue.Enqueue(task);
-        _ready.Release();
+        if (Volatile.Read(ref _sleepers) == 0) return;
+        lock (_gate) Monitor.Pulse(_gate);
     }
 
     /// <summary>Inline only on this container's own threads: a continuation of another
@@ -69,19 +75,34 @@ internal sealed class ContainerExecutor : TaskScheduler, IDisposable
         t_current = this;
         while (true)
         {
-            _ready.Wait();
-            if (_queue.TryDequeue(out var task)) TryExecuteTask(task);
-            else if (_stopping) return;
+            if (_queue.TryDequeue(out var task))
+            {
+                TryExecuteTask(task);
+                continue;
+            }
+            lock (_gate)
+            {
+                // Counted as a sleeper before the last look, so that a task queued after that
+                // look finds the count and pulses: no wake-up is lost.
+                Interlocked.Increment(ref _sleepers);
+                if (_queue.IsEmpty && !_stopping) Monitor.Wait(_gate);
+                Interlocked.Decrement(ref _sleepers);
+                if (_stopping && _queue.IsEmpty) break;
+            }
         }
+        if (Interlocked.Decrement(ref _running) == 0) _exited.SetResult();
     }
 
-    /// <summary>Stops the threads once the queue is empty; the engine calls it after every root has ended.</summary>
-    public void Dispose()
+    /// <summary>Tells the threads to stop, which each does once it finds the queue empty, and
+    /// completes when the last has; the engine calls it after every root has ended, so nothing is
+    /// queued any more.</summary>
+    public Task StopAsync()
     {
-        _stopping = true;
-        _ready.Release(_threads.Length);
-        foreach (var thread in _threads)
-            if (thread != Thread.CurrentThread) thread.Join();
-        // The semaphore is not disposed: a thread that called this from its own work still waits on it once.
+        lock (_gate)
+        {
+            _stopping = true;
+            Monitor.PulseAll(_gate);
+        }
+        return _exited.Task;
     }
 }

@@ -42,7 +42,12 @@ internal sealed class ReactDbEngine : IAsyncDisposable
     /// <summary>Claims the deployment's database (every table made and loaded) and starts the executors.</summary>
     /// <exception cref="ArgumentException">an option out of range, named</exception>
     /// <exception cref="InvalidOperationException">another engine serves the database</exception>
-    public ReactDbEngine(ReactorDeployment deployment, ReactDbOptions options)
+    public ReactDbEngine(ReactorDeployment deployment, ReactDbOptions options) : this(deployment, options, ReactDbMutants.None)
+    {
+    }
+
+    /// <param name="mutants">broken steps, for the tests that must catch them</param>
+    internal ReactDbEngine(ReactorDeployment deployment, ReactDbOptions options, ReactDbMutants mutants)
     {
         ArgumentNullException.ThrowIfNull(deployment);
         ArgumentNullException.ThrowIfNull(options);
@@ -51,7 +56,8 @@ internal sealed class ReactDbEngine : IAsyncDisposable
         _options = options;
         _db = deployment.Database;
         _db.Claim(options.Name);
-        Silo = new SiloOcc(ProtocolSetup.For(_db, 1));
+        Silo = new SiloOcc(new ProtocolSetup(_db, 1) { Mutants = mutants == ReactDbMutants.None ? null : mutants });
+        Mutants = new ReactDbTwins(mutants);
         int containers = deployment.Containers, executors = options.ExecutorsPerContainer;
         bool pin = options.PinExecutors && containers * executors <= Environment.ProcessorCount;
         _executors = new ContainerExecutor[containers];
@@ -65,6 +71,8 @@ internal sealed class ReactDbEngine : IAsyncDisposable
 
     /// <summary>The participant every container's context commits through: Silo's phases.</summary>
     internal SiloOcc Silo { get; }
+
+    internal readonly ReactDbTwins Mutants;
 
     public ReactorDeployment Deployment => _deployment;
 
@@ -115,14 +123,14 @@ internal sealed class ReactDbEngine : IAsyncDisposable
             bool took = root.TryTake(reactor.Container, node); // Dequeue: held through the commit (D8)
             System.Diagnostics.Debug.Assert(took, $"program {program.Name}: a new attempt found its home context held");
             long value = await node.RunLogic(function, args);
-            await node.ChildrenDone(); // BeginCommit waits for SubTxnsDone
+            if (!Mutants.CommitBeforeWaiting) await node.ChildrenDone(); // BeginCommit waits for SubTxnsDone
             AbortReason reason;
             if (root.Failed)
             {
                 reason = root.Reason;
                 root.Abort(Silo); // AbortAll
             }
-            else reason = root.Commit(Silo);
+            else reason = root.Commit(Silo, Mutants);
             root.Release(reactor.Container, node);
             if (reason == AbortReason.None)
             {
@@ -187,12 +195,12 @@ internal sealed class ReactDbEngine : IAsyncDisposable
     public IReadOnlyList<CommittedTxn> History() =>
         _recorder?.Collect() ?? throw new InvalidOperationException($"engine {_options.Name}: history is recorded only with {nameof(ReactDbOptions.RecordHistory)}");
 
-    /// <summary>Waits for every running root to end, then stops the executors and disposes the database.</summary>
+    /// <summary>Waits for every running root to end, then for the executors' threads to stop, and disposes the database.</summary>
     public async ValueTask DisposeAsync()
     {
         if (Interlocked.Exchange(ref _closed, 1) != 0) return;
         for (int i = 0; i < _options.MaxRootsInFlight; i++) await _free.WaitAsync().ConfigureAwait(false);
-        foreach (var executor in _executors) executor.Dispose();
+        foreach (var executor in _executors) await executor.StopAsync().ConfigureAwait(false);
         _db.Release();
         _db.Dispose();
     }

@@ -77,6 +77,15 @@ internal sealed class ReactorCall
         return writer(_engine.Silo.Grant(ctx, relation.Table, row, write: true));
     }
 
+    /// <summary>ReactDB.tla WriteLoad/WriteStore of a blind write: the row's payload is replaced by
+    /// what <paramref name="writer"/> puts in a zeroed buffer, without reading the row (so, as in
+    /// Silo, its version is not validated at commit).</summary>
+    public long Overwrite(Relation relation, long key, RowWriter writer)
+    {
+        var ctx = Enter(relation, key, out int row);
+        return writer(_engine.Silo.GrantBlind(ctx, relation.Table, row));
+    }
+
     /// <summary>
     /// ReactDB.tla Call: runs <paramref name="function"/> on <paramref name="reactor"/> as a
     /// sub-transaction. In this container, its logic runs now, on this thread and in this context,
@@ -94,7 +103,7 @@ internal sealed class ReactorCall
             throw new ArgumentException($"reactor {Reactor.Name}, function call {function.Name}: reactor {reactor.Name} is of another deployment", nameof(reactor));
         ThrowIfFailed();
         var callee = new ReactorCall(_engine, Root, reactor, results);
-        if (reactor.Container == Reactor.Container) return CallHere(callee, function, args);
+        if (reactor.Container == Reactor.Container && !_engine.Mutants.EnqueueSameContainer) return CallHere(callee, function, args);
         var future = _engine.Enqueue(callee, function, args);
         (_children ??= new()).Add(future);
         return Await(future);
@@ -107,7 +116,7 @@ internal sealed class ReactorCall
     /// a reason that is final.</remarks>
     public void AbortRoot()
     {
-        Root.Fail(AbortReason.User);
+        if (!_engine.Mutants.ChildAbortNotPropagated) Root.Fail(AbortReason.User);
         throw new RootAbortedException();
     }
 

@@ -112,21 +112,44 @@ internal sealed class RootTransaction
     /// across containers is: every write lock first, then every read check. The validation order
     /// is the root's container, then the others by index (D6): nothing waits (D4: a held lock is
     /// a no), so the order decides only which of two conflicting roots fails.</remarks>
-    public AbortReason Commit(SiloOcc silo)
+    public AbortReason Commit(SiloOcc silo, in ReactDbTwins twins)
     {
         Debug.Assert(!Failed, $"program {Program.Name}: a failed root must abort, not commit");
         var reason = AbortReason.None;
-        for (int i = 0; i < _contexts.Length && reason == AbortReason.None; i++)
+        if (twins.PaperLinear) reason = LockAndValidateEach(silo);
+        for (int i = 0; i < _contexts.Length && reason == AbortReason.None && !twins.PaperLinear; i++)
             if (InOrder(i) is int c and >= 0) reason = silo.LockWriteSet(_contexts[c], waitForLocks: false).Reason; // LockStep
-        for (int i = 0; i < _contexts.Length && reason == AbortReason.None; i++)
-            if (InOrder(i) is int c and >= 0) reason = silo.ValidateReads(_contexts[c]).Reason; // ValidateStep
+        for (int i = 0; i < _contexts.Length && reason == AbortReason.None && !twins.PaperLinear; i++)
+        {
+            if (InOrder(i) is not (int c and >= 0) || (twins.SkipRemoteValidation && c != Home)) continue;
+            reason = silo.ValidateReads(_contexts[c]).Reason; // ValidateStep
+            if (reason == AbortReason.None && twins.InstallAtValidation) silo.CommitParticipant(_contexts[c]);
+        }
         if (reason != AbortReason.None)
         {
             Abort(silo);
             return reason;
         }
+        for (int i = 0; i < _contexts.Length && !twins.InstallAtValidation; i++)
+        {
+            if (InOrder(i) is not (int c and >= 0)) continue;
+            if (twins.PartialWrite && c != Home) silo.AbortParticipant(_contexts[c]);
+            else silo.CommitParticipant(_contexts[c]); // WriteStep
+        }
+        return AbortReason.None;
+    }
+
+    /// <summary>The twin of Algorithm 3 as written (<see cref="ReactDbMutants.PaperLinear"/>): each
+    /// container locks its write set and validates its reads before the next one locks.</summary>
+    AbortReason LockAndValidateEach(SiloOcc silo)
+    {
         for (int i = 0; i < _contexts.Length; i++)
-            if (InOrder(i) is int c and >= 0) silo.CommitParticipant(_contexts[c]); // WriteStep
+        {
+            if (InOrder(i) is not (int c and >= 0)) continue;
+            var vote = silo.LockWriteSet(_contexts[c], waitForLocks: false);
+            if (vote.IsYes) vote = silo.ValidateReads(_contexts[c]);
+            if (!vote.IsYes) return vote.Reason;
+        }
         return AbortReason.None;
     }
 

@@ -30,6 +30,9 @@ internal sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
 
     public override string Name => Descriptor.Name;
 
+    /// <summary>ReactDB's twin <see cref="ReactDB.ReactDbMutants.ReadIgnoresLocks"/>, in the step it breaks.</summary>
+    readonly MutantFlag _readIgnoresLocks = new(setup.Mutants, ReactDB.ReactDbMutants.ReadIgnoresLocks);
+
     /// <summary>The worker's Silo state on <paramref name="ctx"/>, made on its first use.</summary>
     static SiloState State(TxnContext ctx)
     {
@@ -69,6 +72,7 @@ internal sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
         int access = ctx.AddAccess(table.Id, row);
         state.Copy[access] = copy;
         state.Mode[access] = write ? InWriteSet : SiloState.ReadOnly;
+        state.Blind[access] = false;
         ctx.AccVersion[access] = version;
         return access;
     }
@@ -153,7 +157,11 @@ internal sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
             while (true)
             {
                 long seen = Volatile.Read(ref word);
-                if ((seen & LockBit) == 0 && Interlocked.CompareExchange(ref word, seen | LockBit, seen) == seen) break;
+                if ((seen & LockBit) == 0 && Interlocked.CompareExchange(ref word, seen | LockBit, seen) == seen)
+                {
+                    if (state.Blind[i]) ctx.AccVersion[i] = seen; // the version this write overwrites
+                    break;
+                }
                 if (!waitForLocks && (seen & LockBit) != 0) return new Vote(AbortReason.LockBusy);
                 Spin.Once(ref wait);
             }
@@ -169,8 +177,9 @@ internal sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
         var state = State(ctx);
         for (int i = 0; i < ctx.AccessCount; i++)
         {
+            if (state.Blind[i]) continue;
             long now = Volatile.Read(ref Db[ctx.AccTable[i]].Word(ctx.AccRow[i]));
-            bool lockedByOther = (now & LockBit) != 0 && state.Mode[i] != LockedByMe;
+            bool lockedByOther = (now & LockBit) != 0 && state.Mode[i] != LockedByMe && !_readIgnoresLocks;
             if ((now & ~LockBit) != ctx.AccVersion[i] || lockedByOther) return new Vote(AbortReason.Validation);
         }
         return Vote.Yes;
@@ -182,6 +191,21 @@ internal sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
     internal Span<byte> Grant(TxnContext ctx, Table table, int row, bool write)
     {
         Access(ctx, table, row, write, out var data, out _, out _);
+        return data;
+    }
+
+    /// <summary>A blind write of the row (ReactDB's): a zeroed private copy for the caller to fill
+    /// whole, in the write set without a read. Silo validates reads only, so the row's version is
+    /// not checked at commit; it serializes at its lock like every write.</summary>
+    internal Span<byte> GrantBlind(TxnContext ctx, Table table, int row)
+    {
+        var state = State(ctx);
+        if (!Revisit(ctx, state, table, row, write: true, out var data, out _))
+        {
+            data = ctx.Reserve(table.PayloadSize, out int offset);
+            state.Blind[AddAccess(ctx, state, table, row, write: true, offset, version: 0)] = true;
+        }
+        data.Clear();
         return data;
     }
 

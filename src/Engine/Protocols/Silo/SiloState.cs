@@ -15,4 +15,7 @@ internal sealed class SiloState(int accessCapacity)
     public readonly byte[] Mode = new byte[accessCapacity];
     /// <summary>Offset of the row's private copy in <see cref="TxnContext.Buffer"/>.</summary>
     public readonly int[] Copy = new int[accessCapacity];
+    /// <summary>The attempt wrote the row without reading it (<see cref="SiloOcc.GrantBlind"/>): it
+    /// has no version to validate, and the version it overwrites is the one it locks.</summary>
+    public readonly bool[] Blind = new bool[accessCapacity];
 }
