@@ -37,7 +37,7 @@ public static class CoyoteSuite
             .WithRandomGeneratorSeed((uint)seed)
             .WithMaxSchedulingSteps(test.MaxSteps, test.MaxSteps)
             .WithFailureOnMaxStepsBoundEnabled()
-            .WithTelemetryEnabled(false).WithVerbosityEnabled(Environment.GetEnvironmentVariable("COYOTE_VERBOSE") is null ? Microsoft.Coyote.Logging.VerbosityLevel.None : Microsoft.Coyote.Logging.VerbosityLevel.Debug)
+            .WithTelemetryEnabled(false)
             // Interlocked and Volatile calls are the engine's shared-memory steps: make each a
             // scheduling point, so Coyote interleaves the lock and record words themselves.
             .WithAtomicOperationRaceCheckingEnabled()
@@ -50,7 +50,7 @@ public static class CoyoteSuite
         var clock = Stopwatch.StartNew();
         using var engine = TestingEngine.Create(config, test.Body);
         var console = Console.Out;
-        if (Environment.GetEnvironmentVariable("COYOTE_VERBOSE") is null) Console.SetOut(TextWriter.Null); // Coyote prints every iteration; the suite prints a summary
+        Console.SetOut(TextWriter.Null); // Coyote prints every iteration; the suite prints a summary
         try
         {
             engine.Run();
