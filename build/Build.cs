@@ -126,7 +126,7 @@ int Test()
     // Two lanes side by side, one core each (this machine kind has two): Coyote, the P checker and
     // the trace recorder are single-threaded, and TLC runs on one worker, which also makes its
     // liveness checks find the same counterexample every run. One lane's lines carry a tag. The
-    // traces (a Coyote recording, then TLC) and Chiller's P cases run after the TLC models: that
+    // traces (a Coyote recording, then TLC) and Chiller's and ReactDB's P cases run after the TLC models: that
     // lane was the shorter by about ten minutes (docs/measured/CI.md).
     var systematic = Task.Run(() => new (string Name, (int Code, string Output) Run)[]
     {
@@ -137,7 +137,7 @@ int Test()
     {
         ("TLC models (specs/check)", RunTagged("[tlc] ", "specs/check", ["--workers", "1"])),
         ("traces (TLC)", Traces([], "[tlc] ")),
-        ("P models (Chiller)", RunTagged("[tlc] ", "models/check", ["Chiller"])),
+        ("P models (Chiller, ReactDB)", RunTagged("[tlc] ", "models/check", ["Chiller", "ReactDB"])),
     });
     Task.WaitAll(systematic, tlc);
     foreach (var (name, run) in systematic.Result.Concat(tlc.Result)) Suite(name, run, closingLine, failedFirst: false);
