@@ -357,6 +357,34 @@ public class ReactDbTests
         Assert.Contains("root sum touches more than 2 rows in container 0, the most ReactDbOptions.ContextRows allows", e.InnerException!.Message);
     }
 
+    /// <summary>Disposal waits for the running root; a call that was waiting for a slot, and one
+    /// made after, find the engine closed and do not run.</summary>
+    [Fact]
+    public async Task DisposeWaitsForTheRunningRootAndRefusesTheWaitingCall()
+    {
+        var deployment = Bank(1, 1);
+        var engine = new ReactDbEngine(deployment, new ReactDbOptions { MaxRootsInFlight = 1 });
+        var gate = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        var started = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        var held = new ReactorFunction("held", async (call, _) =>
+        {
+            started.TrySetResult();
+            await gate.Task;
+            return call.Write(call.Reactor.Relation("balance"), 0, row => Add(row, 1));
+        });
+        var running = engine.ExecuteAsync(deployment.Reactors[0], held, default).AsTask();
+        await started.Task.WaitAsync(Deadline);
+        var waiting = engine.ExecuteAsync(deployment.Reactors[0], Deposit, new long[] { 0, 1 }).AsTask(); // no slot free
+        var disposal = engine.DisposeAsync().AsTask();
+        Assert.False(disposal.IsCompleted);
+        gate.SetResult();
+
+        Assert.True((await running.WaitAsync(Deadline)).Outcome.Committed);
+        await disposal.WaitAsync(Deadline);
+        await Assert.ThrowsAsync<ObjectDisposedException>(() => waiting.WaitAsync(Deadline));
+        await Assert.ThrowsAsync<ObjectDisposedException>(() => engine.ExecuteAsync(deployment.Reactors[0], Deposit, new long[] { 0, 1 }).AsTask());
+    }
+
     [Fact]
     public void BadDeploymentsAndOptionsAreRefusedNamingTheProblem()
     {

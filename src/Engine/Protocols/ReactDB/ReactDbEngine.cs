@@ -94,6 +94,11 @@ internal sealed class ReactDbEngine : IAsyncDisposable
             throw new ArgumentException($"engine {_options.Name}: reactor {reactor.Name} is of another deployment", nameof(reactor));
         ObjectDisposedException.ThrowIf(Volatile.Read(ref _closed) != 0, this);
         await _free.WaitAsync(cancel).ConfigureAwait(false);
+        if (Volatile.Read(ref _closed) != 0)
+        {
+            _free.Release(); // a call that waited while the engine closed gets its slot back from the disposal, and leaves
+            throw new ObjectDisposedException(nameof(ReactDbEngine), $"engine {_options.Name} closed while the call waited for a slot: the transaction did not run");
+        }
         _slots.TryDequeue(out var root);
         try
         {
@@ -203,5 +208,7 @@ internal sealed class ReactDbEngine : IAsyncDisposable
         foreach (var executor in _executors) await executor.StopAsync().ConfigureAwait(false);
         _db.Release();
         _db.Dispose();
+        _free.Release(_options.MaxRootsInFlight); // calls still waiting for a slot wake up, find the engine closed, and throw
+
     }
 }
