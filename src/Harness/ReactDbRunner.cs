@@ -39,58 +39,32 @@ internal static class ReactDbRunner
 
     static RunRow Measure(ReactDbEngine engine, SmartMart mart, Mart deployed, SmartMartDeployment deployment, int executors, RunOptions options, long tableBytes)
     {
-        const int Warmup = 0, Measuring = 1, Stop = 2;
-        int phase = options.WarmupSeconds > 0 ? Warmup : Measuring;
-        var stats = new WorkerStats[mart.Carts];
         var interactions = new long[mart.Carts];
-        var clients = Enumerable.Range(0, mart.Carts).Select(k => Task.Run(async () =>
+        var (total, measured, before, after) = Runner.MeasureCallers(mart.Carts, options, k =>
         {
             var client = mart.CreateClient(k, options.Seed);
             var cart = deployed.Cart(k);
-            var mine = stats[k] = new WorkerStats();
-            bool measuring = false;
-            while (Volatile.Read(ref phase) != Stop)
+            return async mine =>
             {
-                if (!measuring && Volatile.Read(ref phase) == Measuring)
-                {
-                    mine.Reset();
-                    interactions[k] = 0;
-                    measuring = true;
-                }
                 long start = Stopwatch.GetTimestamp();
                 var added = await engine.ExecuteAsync(cart, deployed.AddItems, client.NextOrder()).ConfigureAwait(false);
                 mine.Count(added.Outcome.Outcome, added.Outcome.Reason, start);
-                if (!added.Outcome.Committed) continue;
+                if (!added.Outcome.Committed) return;
                 start = Stopwatch.GetTimestamp();
                 var bought = await engine.ExecuteAsync(cart, deployed.Checkout, default).ConfigureAwait(false);
                 mine.Count(bought.Outcome.Outcome, bought.Outcome.Reason, start);
                 if (bought.Outcome.Committed) interactions[k]++;
-            }
-        })).ToArray();
-        if (options.WarmupSeconds > 0)
-        {
-            Thread.Sleep(TimeSpan.FromSeconds(options.WarmupSeconds));
-            Volatile.Write(ref phase, Measuring);
-        }
-        var before = engine.ConflictAbortsByReason();
-        var clock = Stopwatch.StartNew();
-        Thread.Sleep(TimeSpan.FromSeconds(options.Seconds));
-        var after = engine.ConflictAbortsByReason();
-        double measured = clock.Elapsed.TotalSeconds;
-        Volatile.Write(ref phase, Stop);
-        Task.WaitAll(clients);
-        var total = new WorkerStats();
-        foreach (var s in stats) total.Add(s);
+            };
+        }, engine.ConflictAbortsByReason, reset: k => interactions[k] = 0);
         long[] aborts = after.Zip(before, (a, b) => a - b).ToArray();
         long conflicts = aborts.Sum();
         SerializabilityChecker.Report? report = options.RecordHistory ? SerializabilityChecker.Check(engine.History()) : null;
-        var byReason = Enum.GetValues<AbortReason>().Where(r => aborts[(int)r] > 0).ToDictionary(r => r.ToString(), r => aborts[(int)r]);
         string detail = string.Create(CultureInfo.InvariantCulture, $"interactions (add_items, then checkout): {interactions.Sum() / measured:N0}/s");
         return new RunRow(Protocol, "smartmart", mart.Describe(deployment, executors), options.Threads, measured, total.Commits, total.Commits / measured,
-                          conflicts / (double)Math.Max(1, total.Commits + total.UserAborts + conflicts), total.UserAborts, byReason,
+                          conflicts / (double)Math.Max(1, total.Commits + total.UserAborts + conflicts), total.UserAborts, Runner.ByReason(aborts),
                           total.LatencyPercentileMicros(50), total.LatencyPercentileMicros(99),
                           report?.Transactions ?? -1, report?.Anomalies.Count ?? -1,
-                          report?.Anomalies.FirstOrDefault() is { } a ? $"{a.Kind}: {a.Description}" : null,
+                          Runner.FirstAnomaly(report),
                           [], tableBytes, new Dictionary<string, double>(), detail);
     }
 }

@@ -44,7 +44,7 @@ internal static class Runner
     }
 
     /// <summary>A run's conflict aborts by reason, the reasons that occurred.</summary>
-    static Dictionary<string, long> ByReason(long[] aborts) =>
+    internal static Dictionary<string, long> ByReason(long[] aborts) =>
         Enum.GetValues<AbortReason>().Where(r => r != AbortReason.None && aborts[(int)r] > 0).ToDictionary(r => r.ToString(), r => aborts[(int)r]);
 
     /// <summary>The run's warnings, and one when inserts found a table full.</summary>
@@ -55,7 +55,7 @@ internal static class Runner
         return warnings;
     }
 
-    static string? FirstAnomaly(SerializabilityChecker.Report? report) =>
+    internal static string? FirstAnomaly(SerializabilityChecker.Report? report) =>
         report?.Anomalies.FirstOrDefault() is { } a ? $"{a.Kind}: {a.Description}" : null;
 
     /// <summary>
@@ -80,42 +80,18 @@ internal static class Runner
             Protocol = protocolName, Workers = options.Threads, Pin = options.Pin, ProtocolOptions = protocolOptions,
             RecordHistory = options.RecordHistory, Name = workload.Name, QueueCapacity = Math.Max(1024, callers),
         });
-        const int Warmup = 0, Measure = 1, Stop = 2;
-        int phase = options.WarmupSeconds > 0 ? Warmup : Measure;
-        var stats = new WorkerStats[callers];
-        var work = Enumerable.Range(0, callers).Select(c => Task.Run(async () =>
+        var (total, measured, before, after) = MeasureCallers(callers, options, c =>
         {
             var scratch = new TxnContext(c, recorder: null); // where the source writes each transaction's arguments
             var source = workload.CreateSource(c, options.Seed);
-            var mine = stats[c] = new WorkerStats();
-            bool measuring = false;
-            while (Volatile.Read(ref phase) != Stop)
+            return async mine =>
             {
-                if (!measuring && Volatile.Read(ref phase) == Measure)
-                {
-                    mine.Reset();
-                    measuring = true;
-                }
                 var program = source.Next(scratch);
                 long start = Stopwatch.GetTimestamp();
                 var outcome = await engine.ExecuteAsync(program, scratch.Args.AsSpan(0, program.ArgCount)).ConfigureAwait(false);
                 mine.Count(outcome.Outcome, outcome.Reason, start);
-            }
-        })).ToArray();
-        if (options.WarmupSeconds > 0)
-        {
-            Thread.Sleep(TimeSpan.FromSeconds(options.WarmupSeconds));
-            Volatile.Write(ref phase, Measure);
-        }
-        var before = engine.Totals();
-        var clock = Stopwatch.StartNew();
-        Thread.Sleep(TimeSpan.FromSeconds(options.Seconds));
-        var after = engine.Totals();
-        double measured = clock.Elapsed.TotalSeconds;
-        Volatile.Write(ref phase, Stop);
-        Task.WaitAll(work);
-        var total = new WorkerStats();
-        foreach (var s in stats) total.Add(s);
+            };
+        }, engine.Totals);
         long conflicts = after.TotalAborts - before.TotalAborts;
         long[] aborts = after.Aborts.Zip(before.Aborts, (a, b) => a - b).ToArray(); // the measured window's
         SerializabilityChecker.Report? report = options.RecordHistory ? SerializabilityChecker.Check(engine.History()) : null;
@@ -126,6 +102,52 @@ internal static class Runner
                           total.LatencyPercentileMicros(50), total.LatencyPercentileMicros(99),
                           report?.Transactions ?? -1, report?.Anomalies.Count ?? -1, FirstAnomaly(report),
                           Warnings([], aborts), tableBytes, protocolReport.Shares, protocolReport.Detail);
+    }
+
+    /// <summary>
+    /// Runs <paramref name="callers"/> async callers on the thread pool, each repeating its step
+    /// (made by <paramref name="caller"/> for its index) until the run stops: for the warm-up, then
+    /// for the measured seconds, its stats reset when that window opens (and <paramref name="reset"/>
+    /// called, on the caller's own flow, for what else it counts). Returns the callers' stats of
+    /// the window, its length, and <paramref name="snapshot"/> taken as it opened and closed.
+    /// </summary>
+    internal static (WorkerStats Total, double Seconds, T Before, T After) MeasureCallers<T>(
+        int callers, RunOptions options, Func<int, Func<WorkerStats, Task>> caller, Func<T> snapshot, Action<int>? reset = null)
+    {
+        const int Warmup = 0, Measure = 1, Stop = 2;
+        int phase = options.WarmupSeconds > 0 ? Warmup : Measure;
+        var stats = new WorkerStats[callers];
+        var work = Enumerable.Range(0, callers).Select(c => Task.Run(async () =>
+        {
+            var step = caller(c);
+            var mine = stats[c] = new WorkerStats();
+            bool measuring = false;
+            while (Volatile.Read(ref phase) != Stop)
+            {
+                if (!measuring && Volatile.Read(ref phase) == Measure)
+                {
+                    mine.Reset();
+                    reset?.Invoke(c);
+                    measuring = true;
+                }
+                await step(mine).ConfigureAwait(false);
+            }
+        })).ToArray();
+        if (options.WarmupSeconds > 0)
+        {
+            Thread.Sleep(TimeSpan.FromSeconds(options.WarmupSeconds));
+            Volatile.Write(ref phase, Measure);
+        }
+        var before = snapshot();
+        var clock = Stopwatch.StartNew();
+        Thread.Sleep(TimeSpan.FromSeconds(options.Seconds));
+        var after = snapshot();
+        double measured = clock.Elapsed.TotalSeconds;
+        Volatile.Write(ref phase, Stop);
+        Task.WaitAll(work);
+        var total = new WorkerStats();
+        foreach (var s in stats) total.Add(s);
+        return (total, measured, before, after);
     }
 
     public static string Table(IReadOnlyList<RunRow> rows)
