@@ -30,6 +30,7 @@ internal sealed class WorkloadKnobs
     readonly Option<int> _window = new("--window") { Description = "smartmart: days of purchase history the trend prediction reads", DefaultValueFactory = _ => 150 };
     readonly Option<double> _delay = new("--delay-us") { Description = "smartmart: application-logic delay per item bought, microseconds", DefaultValueFactory = _ => 0 };
     readonly Option<double> _itemTheta = new("--item-theta") { Description = "smartmart: Zipf skew of the items chosen in a section, in [0, 1)", DefaultValueFactory = _ => 0 };
+    readonly Option<double> _sectionTheta = new("--section-theta") { Description = "smartmart: Zipf exponent drawing each item's store section, 0 (an equal share of --order-sections) to 10", DefaultValueFactory = _ => 0 };
     readonly Option<int> _carts = new("--carts") { Description = "smartmart: carts, a client each", DefaultValueFactory = _ => 2 };
 
     /// <summary>Each knob with the workload it belongs to.</summary>
@@ -39,7 +40,7 @@ internal sealed class WorkloadKnobs
         (_tables, "stealdb"), (_tableRows, "stealdb"), (_ops, "stealdb"), (_hot, "stealdb"),
         (_warehouses, "tpcc"), (_noInserts, "tpcc"), (_newOrderOnly, "tpcc"), (_orderCapacity, "tpcc"), (_remote, "tpcc"),
         (_sections, "smartmart"), (_items, "smartmart"), (_orderItems, "smartmart"), (_orderSections, "smartmart"), (_window, "smartmart"),
-        (_delay, "smartmart"), (_itemTheta, "smartmart"), (_carts, "smartmart"),
+        (_delay, "smartmart"), (_itemTheta, "smartmart"), (_sectionTheta, "smartmart"), (_carts, "smartmart"),
     ];
 
     public void AddTo(Command command)
@@ -60,7 +61,7 @@ internal sealed class WorkloadKnobs
     {
         RefuseOthers(All, "smartmart", p);
         return new SmartMart(p.GetValue(_sections), p.GetValue(_items), p.GetValue(_orderItems), p.GetValue(_orderSections), p.GetValue(_window),
-                             p.GetValue(_delay), p.GetValue(_itemTheta), p.GetValue(_carts));
+                             p.GetValue(_delay), p.GetValue(_itemTheta), p.GetValue(_carts), p.GetValue(_sectionTheta));
     }
 
     /// <summary>Throws when a knob of <paramref name="knobs"/> that belongs to another workload

@@ -51,7 +51,11 @@ internal sealed class SmartMart
     public const int Groups = 10, CustomersPerCart = 30, HistoryDays = 300, VisitsKept = 8, MaxOrder = 64;
     const int MaxVariableBp = 2_000;
 
-    public SmartMart(int sections, int itemsPerSection, int orderItems, int orderSections, int window, double delayMicros, double itemTheta, int carts)
+    /// <param name="sectionTheta">0: an order buys an equal share from each of <paramref name="orderSections"/>
+    /// sections; above 0: each item's section is drawn by a Zipf law of this exponent over all
+    /// sections (seed 004, Section 4.5, which goes from 0.01 to 5)</param>
+    public SmartMart(int sections, int itemsPerSection, int orderItems, int orderSections, int window, double delayMicros, double itemTheta, int carts,
+                     double sectionTheta = 0)
     {
         if (sections is < 1 or > 15) throw new UsageException($"--sections {sections}: must be in 1..15 (a container each under async)");
         if (itemsPerSection is < 2 or > 1_000_000) throw new UsageException($"--items {itemsPerSection}: must be in 2..1000000");
@@ -63,6 +67,12 @@ internal sealed class SmartMart
         if (!(delayMicros >= 0) || delayMicros > 100_000) throw new UsageException($"--delay-us {delayMicros.ToString(CultureInfo.InvariantCulture)}: must be in [0, 100000]");
         if (itemTheta is < 0 or >= 1) throw new UsageException($"--item-theta {itemTheta.ToString(CultureInfo.InvariantCulture)}: must be in [0, 1)");
         if (carts is < 1 or > 4096) throw new UsageException($"carts {carts}: must be in 1..4096 (a cart per client)");
+        if (!(sectionTheta >= 0) || sectionTheta > 10) throw new UsageException($"--section-theta {sectionTheta.ToString(CultureInfo.InvariantCulture)}: must be in [0, 10]");
+        if (sectionTheta > 0 && orderSections != sections)
+            throw new UsageException($"--section-theta draws each item's section from all {sections} sections: leave --order-sections at --sections");
+        if (sectionTheta > 0 && orderItems > itemsPerSection)
+            throw new UsageException($"--section-theta may put all {orderItems} items of an order in one section, which has {itemsPerSection}: raise --items");
+        SectionTheta = sectionTheta;
         Sections = sections;
         ItemsPerSection = itemsPerSection;
         OrderItems = orderItems;
@@ -82,12 +92,13 @@ internal sealed class SmartMart
     public double DelayMicros { get; }
     long DelayTicks { get; }
     public double ItemTheta { get; }
+    public double SectionTheta { get; }
     public int Carts { get; }
 
     public string Describe(SmartMartDeployment deployment, int executors) =>
         FormattableString.Invariant($"SmartMart: {Sections} store sections x {ItemsPerSection:N0} items (paper: 8 x 10,000), history of {HistoryDays} days per item in one row, window {Window}; ") +
         FormattableString.Invariant($"{Groups} group managers, {Carts} carts, {CustomersPerCart} customers per cart; orders of {OrderItems} items over {OrderSections} sections, ") +
-        FormattableString.Invariant($"delay {DelayMicros} us per item, item skew {ItemTheta}; interaction = add_items then checkout; ") +
+        FormattableString.Invariant($"delay {DelayMicros} us per item, item skew {ItemTheta}, section skew {SectionTheta}; interaction = add_items then checkout; ") +
         (deployment == SmartMartDeployment.Sync
             ? FormattableString.Invariant($"sync deployment: 1 container, {executors} executors")
             : FormattableString.Invariant($"async deployment: {Sections + 1} containers of 1 executor (a section each, one for the rest)"));
@@ -176,7 +187,8 @@ internal sealed class SmartMart
     }
 
     /// <summary>A client's stream of interactions: its own cart, a uniform customer of the
-    /// cart's, <see cref="OrderSections"/> distinct sections and as many distinct items in each.</summary>
+    /// cart's, <see cref="OrderSections"/> distinct sections and as many distinct items in each
+    /// (with <see cref="SectionTheta"/>, each distinct item in a section drawn by the Zipf law).</summary>
     public Client CreateClient(int cart, ulong seed) => new(this, cart, seed);
 
     internal sealed class Client(SmartMart mart, int cart, ulong seed)
@@ -184,6 +196,19 @@ internal sealed class SmartMart
         ulong _rng = Rng.Seed(seed, cart + 1);
         readonly Zipf? _items = mart.ItemTheta > 0 ? new Zipf(mart.ItemsPerSection, mart.ItemTheta) : null;
         readonly int[] _sections = Enumerable.Range(0, mart.Sections).ToArray();
+        /// <summary>With section skew: the Zipf law's cumulative weights of sections 0..n-1, the last 1.</summary>
+        readonly double[]? _sectionCdf = mart.SectionTheta > 0 ? Cumulative(mart.Sections, mart.SectionTheta) : null;
+
+        static double[] Cumulative(int n, double theta)
+        {
+            var cdf = new double[n];
+            double sum = 0;
+            for (int i = 0; i < n; i++) cdf[i] = sum += Math.Pow(i + 1, -theta);
+            for (int i = 0; i < n; i++) cdf[i] /= sum;
+            return cdf;
+        }
+
+        long NextItem() => _items is null ? (long)(Rng.Next(ref _rng) % (ulong)mart.ItemsPerSection) : _items.Next(ref _rng) - 1;
 
         public int Cart => cart;
 
@@ -193,6 +218,18 @@ internal sealed class SmartMart
             var args = new long[2 + mart.OrderItems];
             args[0] = cart * CustomersPerCart + (long)(Rng.Next(ref _rng) % CustomersPerCart);
             args[1] = mart.OrderItems;
+            if (_sectionCdf is not null)
+            {
+                for (int next = 2; next < args.Length;)
+                {
+                    double u = Rng.NextDouble(ref _rng);
+                    int section = Array.FindIndex(_sectionCdf, c => u < c);
+                    if (section < 0) section = _sectionCdf.Length - 1; // u at the last weight's rounding
+                    long gid = (long)section * mart.ItemsPerSection + NextItem();
+                    if (Array.IndexOf(args, gid, 2, next - 2) < 0) args[next++] = gid;
+                }
+                return args;
+            }
             for (int i = 0; i < mart.OrderSections; i++) // a partial shuffle draws distinct sections
             {
                 int j = i + (int)(Rng.Next(ref _rng) % (ulong)(_sections.Length - i));
@@ -204,8 +241,7 @@ internal sealed class SmartMart
                 int first = at;
                 while (at < first + perSection)
                 {
-                    long item = _items is null ? (long)(Rng.Next(ref _rng) % (ulong)mart.ItemsPerSection) : _items.Next(ref _rng) - 1;
-                    long gid = (long)_sections[i] * mart.ItemsPerSection + item;
+                    long gid = (long)_sections[i] * mart.ItemsPerSection + NextItem();
                     if (Array.IndexOf(args, gid, first, at - first) < 0) args[at++] = gid;
                 }
             }
