@@ -115,28 +115,35 @@ internal sealed class RootTransaction
     public AbortReason Commit(SiloOcc silo, in ReactDbTwins twins)
     {
         Debug.Assert(!Failed, $"program {Program.Name}: a failed root must abort, not commit");
-        var reason = AbortReason.None;
-        if (twins.PaperLinear) reason = LockAndValidateEach(silo);
-        for (int i = 0; i < _contexts.Length && reason == AbortReason.None && !twins.PaperLinear; i++)
-            if (InOrder(i) is int c and >= 0) reason = silo.LockWriteSet(_contexts[c], waitForLocks: false).Reason; // LockStep
-        for (int i = 0; i < _contexts.Length && reason == AbortReason.None && !twins.PaperLinear; i++)
-        {
-            if (InOrder(i) is not (int c and >= 0) || (twins.SkipRemoteValidation && c != Home)) continue;
-            reason = silo.ValidateReads(_contexts[c]).Reason; // ValidateStep
-            if (reason == AbortReason.None && twins.InstallAtValidation) silo.CommitParticipant(_contexts[c]);
-        }
+        var reason = twins.PaperLinear ? LockAndValidateEach(silo) : LockAllThenValidate(silo, twins);
         if (reason != AbortReason.None)
         {
             Abort(silo);
             return reason;
         }
-        for (int i = 0; i < _contexts.Length && !twins.InstallAtValidation; i++)
+        if (twins.InstallAtValidation) return AbortReason.None; // the twin installed as it validated
+        for (int i = 0; i < _contexts.Length; i++)
         {
             if (InOrder(i) is not (int c and >= 0)) continue;
             if (twins.PartialWrite && c != Home) silo.AbortParticipant(_contexts[c]);
             else silo.CommitParticipant(_contexts[c]); // WriteStep
         }
         return AbortReason.None;
+    }
+
+    /// <summary>LockStep in every container of the validation order, then ValidateStep in every one.</summary>
+    AbortReason LockAllThenValidate(SiloOcc silo, in ReactDbTwins twins)
+    {
+        var reason = AbortReason.None;
+        for (int i = 0; i < _contexts.Length && reason == AbortReason.None; i++)
+            if (InOrder(i) is int c and >= 0) reason = silo.LockWriteSet(_contexts[c], waitForLocks: false).Reason; // LockStep
+        for (int i = 0; i < _contexts.Length && reason == AbortReason.None; i++)
+        {
+            if (InOrder(i) is not (int c and >= 0) || (twins.SkipRemoteValidation && c != Home)) continue;
+            reason = silo.ValidateReads(_contexts[c]).Reason; // ValidateStep
+            if (reason == AbortReason.None && twins.InstallAtValidation) silo.CommitParticipant(_contexts[c]);
+        }
+        return reason;
     }
 
     /// <summary>The twin of Algorithm 3 as written (<see cref="ReactDbMutants.PaperLinear"/>): each
