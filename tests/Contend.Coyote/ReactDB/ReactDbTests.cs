@@ -183,7 +183,8 @@ public static class ReactDbTests
             return here + await call.CallAsync(a2, Deposit, new long[] { 1, 1 });
         });
         var r = await engine.ExecuteAsync(a0, nested, default);
-        await Quiesce(engine);
+        var report = await Quiesce(engine);
+        AssertSerializable(report);
         Specification.Assert(r.Outcome.Committed, $"ConservativeAbortInv: a root with only same-container calls ended {r.Outcome.Outcome} ({r.Outcome.Reason})");
     }
 
@@ -208,7 +209,8 @@ public static class ReactDbTests
         });
         var r = await engine.ExecuteAsync(a0, root, default);
         long r0 = await Committed(engine, a0, 0), r1 = await Committed(engine, a1, 0);
-        await Quiesce(engine);
+        var report = await Quiesce(engine);
+        AssertSerializable(report);
         Specification.Assert(r.Outcome.Outcome == Outcome.UserAborted, $"AbortRootInv: the root ended {r.Outcome.Outcome} ({r.Outcome.Reason}) after its sub-transaction aborted it");
         Specification.Assert(r0 == Initial && r1 == Initial, $"AbortRootInv: an aborted root left rows at {r0} and {r1}");
     }
