@@ -87,9 +87,9 @@ int Chain(Func<int> first, Func<int> then)
 (int Code, string Output) Coyote(string[] filter) =>
     Run("dotnet", [coyote, .. filter], ("DOTNET_ROLL_FORWARD", "Major"));
 
-// Trace validation: the Coyote build records StealDB's and Chiller's runs as TLA+ modules into
-// .cache/traces, then specs/check checks each against specs/StealDB/StealDBTrace.tla or
-// specs/Chiller/ChillerTrace.tla. A recording that fails (no seed shows what a case is about)
+// Trace validation: the Coyote build records StealDB's, Chiller's and ReactDB's runs as TLA+
+// modules into .cache/traces, then specs/check checks each against specs/StealDB/StealDBTrace.tla,
+// specs/Chiller/ChillerTrace.tla or specs/ReactDB/ReactDBTrace.tla. A recording that fails (no seed shows what a case is about)
 // fails the suite. `traces --runs N` (by hand) also records every StealDB workload on seeds 1..N.
 (int Code, string Output) Traces(string[] options, string? tag = null)
 {

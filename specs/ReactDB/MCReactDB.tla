@@ -70,16 +70,16 @@ MutantValidates(r, cont) ==
 \* Mutant: a thread takes a context another thread is using.
 MutantContextFree(r, cont) == TRUE
 
-\* Mutant: a dequeue that leaves the sub-transaction at the head of the
-\* queue (a lost pop), so another thread runs it again.
+\* Mutant: a dequeue that leaves the sub-transaction in the queue (a lost
+\* pop), so another thread runs it again.
 MutantDequeue(cont) ==
-    LET n == Head(queue[cont])  r == RootOf[n] IN
-    /\ queue[cont] # << >>
-    /\ starts' = [starts EXCEPT ![n] = @ + 1]
-    /\ holder' = [holder EXCEPT ![r][cont] = n]
-    /\ spans' = [spans EXCEPT ![r] = @ \cup {cont}]
-    /\ status' = [status EXCEPT ![n] = "running"]
-    /\ UNCHANGED <<queue, failed, pc, loaded, buf, rs, ws, phase, step, lock, store, written>>
+    \E n \in queue[cont] :
+        LET r == RootOf[n] IN
+        /\ starts' = [starts EXCEPT ![n] = @ + 1]
+        /\ holder' = [holder EXCEPT ![r][cont] = n]
+        /\ spans' = [spans EXCEPT ![r] = @ \cup {cont}]
+        /\ status' = [status EXCEPT ![n] = "running"]
+        /\ UNCHANGED <<queue, failed, pc, loaded, buf, rs, ws, phase, step, lock, store, written>>
 
 \* Mutant: the write phase stops after the source container.
 MutantWriteStep(r) ==
@@ -107,7 +107,7 @@ MutantCall(n) ==
     LET m == CurOp(n).sub IN
     /\ Busy(n) /\ CurOp(n).op = "call" /\ status[m] = "idle"
     /\ status' = [status EXCEPT ![m] = "queued"]
-    /\ queue' = [queue EXCEPT ![Cont(m)] = Append(@, m)]
+    /\ queue' = [queue EXCEPT ![Cont(m)] = @ \cup {m}]
     /\ pc' = [pc EXCEPT ![n] = @ + 1]
     /\ UNCHANGED <<loaded, buf, holder, spans, rs, ws, failed, phase, step,
                    lock, store, written, starts>>

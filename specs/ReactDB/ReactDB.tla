@@ -71,6 +71,14 @@
 (*    at its next step (Busy).  Its effects are buffered in a context the  *)
 (*    abort discards, so running on would change nothing but the time it   *)
 (*    takes.                                                               *)
+(* D10 A container's queue is a set, and a dequeue takes any of it.  Alg.  *)
+(*    1 pops in order, but with several threads per executor what one      *)
+(*    popped starts (takes its context) when that thread next runs, so the *)
+(*    order in which queued work starts is any order; and a root's retry   *)
+(*    is a new attempt that its own thread starts at once, whatever is     *)
+(*    queued.  The engine's traces (ReactDBTrace.tla) take steps in such   *)
+(*    orders.  A first-in-first-out queue is one of these behaviours, so   *)
+(*    every property checked here holds for it too.                        *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets
 
@@ -118,7 +126,7 @@ VARIABLES
     pc,         \* pc[n]: n's next operation
     loaded,     \* loaded[n]: n is between the load and the store of a write (D3)
     buf,        \* buf[n]: the write set n loaded
-    queue,      \* queue[c]: the executor queue of container c
+    queue,      \* queue[c]: the (sub-)transactions queued on container c's executor (D10)
     holder,     \* holder[r][c]: the node whose thread uses r's context in c, or None
     spans,      \* spans[r]: containers where r has a database context
     rs,         \* rs[r][k]: the value r's context recorded reading k (NoVal: not read)
@@ -140,7 +148,7 @@ TypeOK ==
     /\ status \in [SubTxn -> {"idle", "queued", "running", "waiting", "done"}]
     /\ pc \in [SubTxn -> Nat]
     /\ loaded \in [SubTxn -> BOOLEAN] /\ buf \in [SubTxn -> SUBSET Key]
-    /\ queue \in [Container -> Seq(SubTxn)]
+    /\ queue \in [Container -> SUBSET SubTxn]
     /\ holder \in [Root -> [Container -> SubTxn \cup {None}]]
     /\ spans \in [Root -> SUBSET Container]
     /\ rs \in [Root -> [Key -> Val \cup {NoVal}]]
@@ -156,7 +164,7 @@ Init ==
     /\ status = [n \in SubTxn |-> "idle"]
     /\ pc = [n \in SubTxn |-> 1]
     /\ loaded = [n \in SubTxn |-> FALSE] /\ buf = [n \in SubTxn |-> {}]
-    /\ queue = [c \in Container |-> << >>]
+    /\ queue = [c \in Container |-> {}]
     /\ holder = [r \in Root |-> [c \in Container |-> None]]
     /\ spans = [r \in Root |-> {}]
     /\ rs = [r \in Root |-> [k \in Key |-> NoVal]]
@@ -175,7 +183,7 @@ Init ==
 Submit(r) ==
     /\ status[r] = "idle"
     /\ status' = [status EXCEPT ![r] = "queued"]
-    /\ queue' = [queue EXCEPT ![Cont(r)] = Append(@, r)]
+    /\ queue' = [queue EXCEPT ![Cont(r)] = @ \cup {r}]
     /\ UNCHANGED <<pc, loaded, buf, holder, spans, rs, ws, failed, phase, step,
                    lock, store, written, starts>>
 
@@ -191,15 +199,14 @@ ThreadsOf(c) == {n \in SubTxn : OwnThread(n) /\ Cont(n) = c /\ status[n] \in {"r
 \* Whether c's executor has a thread for one more dequeue (D1: always).
 ThreadFree(c) == TRUE
 
-\* Alg. 1 lines 5-14: a thread dequeues n and takes its transaction's
-\* context in this container, creating it if need be.  If another thread
-\* holds it, the conservative abort: r fails and n runs nothing.
-Dequeue(c) ==
-    LET n == Head(queue[c])
-        r == RootOf[n]
-    IN
-    /\ queue[c] # << >> /\ ThreadFree(c)
-    /\ queue' = [queue EXCEPT ![c] = Tail(@)]
+\* Alg. 1 lines 5-14: a thread dequeues n, any of c's queued work (D10),
+\* and takes its transaction's context in this container, creating it if
+\* need be.  If another thread holds it, the conservative abort: r fails
+\* and n runs nothing.
+DequeueOne(c, n) ==
+    LET r == RootOf[n] IN
+    /\ n \in queue[c] /\ ThreadFree(c)
+    /\ queue' = [queue EXCEPT ![c] = @ \ {n}]
     /\ starts' = [starts EXCEPT ![n] = @ + 1]
     /\ IF ~failed[r] /\ ContextFree(r, c)
        THEN /\ holder' = [holder EXCEPT ![r][c] = n]
@@ -210,6 +217,8 @@ Dequeue(c) ==
             /\ status' = [status EXCEPT ![n] = "waiting"]
             /\ UNCHANGED <<holder, spans>>
     /\ UNCHANGED <<pc, loaded, buf, rs, ws, phase, step, lock, store, written>>
+
+Dequeue(c) == \E n \in queue[c] : DequeueOne(c, n)
 
 CurOp(n) == Ops[n][pc[n]]
 Busy(n) == status[n] = "running" /\ ~failed[RootOf[n]] /\ pc[n] <= Len(Ops[n])
@@ -252,7 +261,7 @@ Call(n) ==
        THEN /\ status' = [status EXCEPT ![m] = "running"]
             /\ UNCHANGED <<pc, queue>>
        ELSE /\ status' = [status EXCEPT ![m] = "queued"]
-            /\ queue' = [queue EXCEPT ![Cont(m)] = Append(@, m)]
+            /\ queue' = [queue EXCEPT ![Cont(m)] = @ \cup {m}]
             /\ pc' = [pc EXCEPT ![n] = @ + 1]
     /\ UNCHANGED <<loaded, buf, holder, spans, rs, ws, failed, phase, step,
                    lock, store, written>>

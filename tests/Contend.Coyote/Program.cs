@@ -4,7 +4,7 @@ using Contend.Coyote;
 // Contend.Coyote [--iterations N] [--seed S] [name-filter ...]
 // Runs every systematic test of the (rewritten) engine; ends with "N passed, N failed".
 // Contend.Coyote traces --out DIR [--runs N]
-// Records StealDB's and Chiller's runs for trace validation into DIR, with a manifest for
+// Records StealDB's, Chiller's and ReactDB's runs for trace validation into DIR, with a manifest for
 // specs/check; --runs N also records every StealDB workload on seeds 1..N (manual runs).
 if (args.Length > 0 && args[0] == "traces")
 {
@@ -16,7 +16,8 @@ if (args.Length > 0 && args[0] == "traces")
     }
     var models = new List<object>();
     int missing = Contend.Coyote.StealDB.StealDbTraces.Write(args[2], Console.Out, models, runs)
-                  + Contend.Coyote.Chiller.ChillerTraces.Write(args[2], Console.Out, models);
+                  + Contend.Coyote.Chiller.ChillerTraces.Write(args[2], Console.Out, models)
+                  + Contend.Coyote.ReactDB.ReactDbTraces.Write(args[2], Console.Out, models);
     File.WriteAllText(Path.Combine(args[2], "manifest.json"),
         System.Text.Json.JsonSerializer.Serialize(new { models }, new System.Text.Json.JsonSerializerOptions { WriteIndented = true }) + "\n");
     return missing == 0 ? 0 : 1;

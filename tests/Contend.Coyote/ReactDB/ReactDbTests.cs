@@ -45,10 +45,10 @@ public static class ReactDbTests
     ];
 
     const string Money = "MoneyInv", Serializable = "SerializableInv";
-    const long Initial = 100;
+    internal const long Initial = 100;
 
     /// <summary>Reactors acct0..acct(n-1), acct i on container i % 2, each with rows 0 and 1 of "balance" at <see cref="Initial"/>.</summary>
-    static ReactorDeployment Bank(int reactors)
+    internal static ReactorDeployment Bank(int reactors)
     {
         var db = new Database();
         var payload = new byte[8];
@@ -67,17 +67,17 @@ public static class ReactDbTests
     static ReactDbEngine Engine(ReactorDeployment deployment, ReactDbMutants mutants, int? maxAttempts = null) =>
         new(deployment, new ReactDbOptions { ExecutorsPerContainer = 1, RecordHistory = true, MaxRootsInFlight = 4, MaxAttempts = maxAttempts }, mutants);
 
-    static long Add(Span<byte> row, long amount)
+    internal static long Add(Span<byte> row, long amount)
     {
         long v = BinaryPrimitives.ReadInt64LittleEndian(row) + amount;
         BinaryPrimitives.WriteInt64LittleEndian(row, v);
         return v;
     }
 
-    static long Value(ReadOnlySpan<byte> row) => BinaryPrimitives.ReadInt64LittleEndian(row);
+    internal static long Value(ReadOnlySpan<byte> row) => BinaryPrimitives.ReadInt64LittleEndian(row);
 
     /// <summary>args: row, amount.</summary>
-    static readonly ReactorFunction Deposit = new("deposit", (call, args) =>
+    internal static readonly ReactorFunction Deposit = new("deposit", (call, args) =>
     {
         long row = args.Span[0], amount = args.Span[1];
         return ValueTask.FromResult(call.Write(call.Reactor.Relation("balance"), row, r => Add(r, amount)));

@@ -74,6 +74,11 @@ internal sealed class ReactDbEngine : IAsyncDisposable
 
     internal readonly ReactDbTwins Mutants;
 
+    /// <summary>Where the engine records every step it takes as the action of ReactDB.tla it
+    /// implements, for trace validation (specs/ReactDB/ReactDBTrace.tla); set before the first
+    /// root runs. Null in production.</summary>
+    internal ReactDbTrace? Trace { get; set; }
+
     public ReactorDeployment Deployment => _deployment;
 
     /// <summary>Roots committed, ended by their logic, and attempts aborted by a conflict and retried.</summary>
@@ -125,17 +130,16 @@ internal sealed class ReactDbEngine : IAsyncDisposable
         {
             root.BeginAttempt(program, reactor.Container, timestamp);
             var node = new ReactorCall(this, root, reactor);
-            bool took = root.TryTake(reactor.Container, node); // Dequeue: held through the commit (D8)
-            System.Diagnostics.Debug.Assert(took, $"program {program.Name}: a new attempt found its home context held");
+            node.TakeHomeContext(); // Submit, Dequeue: held through the commit (D8)
             long value = await node.RunLogic(function, args);
             if (!Mutants.CommitBeforeWaiting) await node.ChildrenDone(); // BeginCommit waits for SubTxnsDone
             AbortReason reason;
-            if (root.Failed)
+            if (node.BeginCommit())
             {
                 reason = root.Reason;
-                root.Abort(Silo); // AbortAll
+                root.Abort(Silo, Trace); // AbortAll
             }
-            else reason = root.Commit(Silo, Mutants);
+            else reason = root.Commit(Silo, Mutants, Trace);
             root.Release(reactor.Container, node);
             if (reason == AbortReason.None)
             {
@@ -166,15 +170,8 @@ internal sealed class ReactDbEngine : IAsyncDisposable
 
     static async Task<long> RunCallee(ReactorCall callee, ReactorFunction function, ReadOnlyMemory<long> args)
     {
-        var root = callee.Root;
-        int container = callee.Reactor.Container;
         // Dequeue: a context another thread holds is the conservative abort (D2); a failed root's runs nothing.
-        if (root.Failed) return 0;
-        if (!root.TryTake(container, callee))
-        {
-            root.Fail(AbortReason.SharedContext);
-            return 0;
-        }
+        if (!callee.TakeContext()) return 0;
         try
         {
             long result = await callee.RunLogic(function, args);
@@ -183,7 +180,7 @@ internal sealed class ReactDbEngine : IAsyncDisposable
         }
         finally
         {
-            root.Release(container, callee); // Complete
+            callee.Complete();
         }
     }
 

@@ -1,3 +1,6 @@
+using Contend.Engine.Runtime;
+using Contend.Engine.Storage;
+
 namespace Contend.Engine.Protocols.ReactDB;
 
 /// <summary>A reactor function's logic: a (sub-)transaction on <paramref name="call"/>'s reactor.
@@ -41,6 +44,9 @@ internal sealed class ReactorCall
     /// <summary>The sub-transactions called that complete after this one's logic: a synchronous
     /// callee's own children, and every asynchronous callee.</summary>
     List<Task>? _children;
+    /// <summary>The synchronous callees, with a trace only: each completes, in the trace, just
+    /// before this node does (see <see cref="CompleteSyncCallees"/>).</summary>
+    List<ReactorCall>? _syncCallees;
 
     internal ReactorCall(ReactDbEngine engine, RootTransaction root, Reactor reactor, Memory<long> results = default)
     {
@@ -51,6 +57,10 @@ internal sealed class ReactorCall
     }
 
     internal RootTransaction Root { get; }
+
+    /// <summary>The node's index in its root attempt's tree, with a trace: 0 for the root, then in
+    /// the order the calls were made.</summary>
+    internal int Node { get; private set; }
 
     /// <summary>The reactor this (sub-)transaction runs on.</summary>
     public Reactor Reactor { get; }
@@ -63,27 +73,55 @@ internal sealed class ReactorCall
     /// <summary>ReactDB.tla ReadOp: the row's payload as this root's context sees it (its own
     /// write if it wrote the row in this container, else the committed version it records).
     /// A missing key aborts the root (<see cref="AbortReason.User"/>).</summary>
-    public long Read(Relation relation, long key, RowReader reader)
-    {
-        var ctx = Enter(relation, key, out int row);
-        return reader(_engine.Silo.Grant(ctx, relation.Table, row, write: false));
-    }
+    public long Read(Relation relation, long key, RowReader reader) => reader(Access(relation, key, RowAccess.Read));
 
     /// <summary>ReactDB.tla WriteLoad/WriteStore: changes the row in this root's context; the
     /// change is installed only if the root commits. A missing key aborts the root.</summary>
-    public long Write(Relation relation, long key, RowWriter writer)
-    {
-        var ctx = Enter(relation, key, out int row);
-        return writer(_engine.Silo.Grant(ctx, relation.Table, row, write: true));
-    }
+    public long Write(Relation relation, long key, RowWriter writer) => writer(Access(relation, key, RowAccess.Write));
 
     /// <summary>ReactDB.tla WriteLoad/WriteStore of a blind write: the row's payload is replaced by
     /// what <paramref name="writer"/> puts in a zeroed buffer, without reading the row (so, as in
     /// Silo, its version is not validated at commit).</summary>
-    public long Overwrite(Relation relation, long key, RowWriter writer)
+    public long Overwrite(Relation relation, long key, RowWriter writer) => writer(Access(relation, key, RowAccess.Blind));
+
+    enum RowAccess { Read, Write, Blind }
+
+    Span<byte> Access(Relation relation, long key, RowAccess kind)
     {
         var ctx = Enter(relation, key, out int row);
-        return writer(_engine.Silo.GrantBlind(ctx, relation.Table, row));
+        var silo = _engine.Silo;
+        if (_engine.Trace is { } trace) return TracedAccess(trace, ctx, relation.Table, row, kind);
+        return kind == RowAccess.Blind ? silo.GrantBlind(ctx, relation.Table, row) : silo.Grant(ctx, relation.Table, row, kind == RowAccess.Write);
+    }
+
+    /// <summary>The access as steps of the trace: ReadOp when the context reads the row for the
+    /// first time (a row it has already is the context's copy, which the spec's ReadOp of a key
+    /// in the write set does not record either), then WriteLoad and WriteStore for a write. A row
+    /// another root has locked is waited for outside the step, since its release is a step too.</summary>
+    Span<byte> TracedAccess(ReactDbTrace trace, TxnContext ctx, Table table, int row, RowAccess kind)
+    {
+        var wait = new SpinWait();
+        Span<byte> data;
+        while (!TryTracedAccess(trace, ctx, table, row, kind, out data)) Spin.Once(ref wait);
+        return data;
+    }
+
+    bool TryTracedAccess(ReactDbTrace trace, TxnContext ctx, Table table, int row, RowAccess kind, out Span<byte> data)
+    {
+        using var step = new TracedStep(trace.Gate);
+        ThrowIfFailed(); // Busy: a failed root's node takes no more steps (D9)
+        long key = ((long)table.Id << 32) | (uint)row;
+        bool first = ctx.FindAccess(table.Id, row) < 0;
+        int access = -1;
+        if (kind == RowAccess.Blind) data = _engine.Silo.GrantBlind(ctx, table, row);
+        else if (!_engine.Silo.TryGrant(ctx, table, row, kind == RowAccess.Write, out data, out access)) return false;
+        if (first && kind != RowAccess.Blind) Record(trace, ReactDbStep.ReadOp, key: key, read: ctx.AccVersion[access]);
+        if (kind != RowAccess.Read)
+        {
+            Record(trace, ReactDbStep.WriteLoad, key: key);
+            Record(trace, ReactDbStep.WriteStore, key: key);
+        }
+        return true;
     }
 
     /// <summary>
@@ -103,7 +141,9 @@ internal sealed class ReactorCall
             throw new ArgumentException($"reactor {Reactor.Name}, function call {function.Name}: reactor {reactor.Name} is of another deployment", nameof(reactor));
         ThrowIfFailed();
         var callee = new ReactorCall(_engine, Root, reactor, results);
-        if (reactor.Container == Reactor.Container && !_engine.Mutants.EnqueueSameContainer) return CallHere(callee, function, args);
+        bool here = reactor.Container == Reactor.Container && !_engine.Mutants.EnqueueSameContainer;
+        if (_engine.Trace is { } trace) RecordCall(trace, callee, here);
+        if (here) return CallHere(callee, function, args);
         var future = _engine.Enqueue(callee, function, args);
         (_children ??= new()).Add(future);
         return Await(future);
@@ -120,12 +160,30 @@ internal sealed class ReactorCall
         throw new RootAbortedException();
     }
 
+    void RecordCall(ReactDbTrace trace, ReactorCall callee, bool here)
+    {
+        using var step = new TracedStep(trace.Gate);
+        ThrowIfFailed();
+        callee.Node = Root.NextTraceNode();
+        Record(trace, ReactDbStep.Call, callee: callee.Node);
+        if (here) (_syncCallees ??= new()).Add(callee);
+    }
+
     async ValueTask<long> CallHere(ReactorCall callee, ReactorFunction function, ReadOnlyMemory<long> args)
     {
         long result = await callee.RunLogic(function, args);
         if (callee.ChildrenDone() is { IsCompletedSuccessfully: false } pending) (_children ??= new()).Add(pending);
+        if (_engine.Trace is { } trace) RecordSyncReturn(trace);
         ThrowIfFailed();
         return result;
+    }
+
+    /// <summary>SyncReturn, unless the root has failed: then the caller's logic ends (FinishLogic) instead.</summary>
+    void RecordSyncReturn(ReactDbTrace trace)
+    {
+        using var step = new TracedStep(trace.Gate);
+        ThrowIfFailed();
+        Record(trace, ReactDbStep.SyncReturn);
     }
 
     async ValueTask<long> Await(Task<long> future)
@@ -139,21 +197,106 @@ internal sealed class ReactorCall
     /// and an exception it throws fails the root with that exception (a bug in the function).</summary>
     internal async ValueTask<long> RunLogic(ReactorFunction function, ReadOnlyMemory<long> args)
     {
-        if (Root.Failed) return 0;
-        try
+        long result = 0;
+        if (!Root.Failed)
         {
-            return await function.Logic(this, args);
+            try
+            {
+                result = await function.Logic(this, args);
+            }
+            catch (RootAbortedException)
+            {
+            }
+            catch (Exception e)
+            {
+                Root.Fail(AbortReason.User, e);
+            }
         }
-        catch (RootAbortedException)
+        if (_engine.Trace is { } trace) RecordStep(trace, ReactDbStep.FinishLogic);
+        return result;
+    }
+
+    /// <summary>ReactDB.tla Dequeue of a sub-transaction (Alg. 1 lines 5-14): takes the root's
+    /// context in this container. False when the node is to run nothing: the root has failed,
+    /// or another thread holds the context, which is the conservative abort (D2); the node has
+    /// then completed.</summary>
+    internal bool TakeContext()
+    {
+        var trace = _engine.Trace;
+        using var step = new TracedStep(trace?.Gate);
+        bool took = false;
+        if (!Root.Failed)
         {
-            return 0;
+            took = Root.TryTake(Reactor.Container, this);
+            if (!took) Root.Fail(AbortReason.SharedContext);
         }
-        catch (Exception e)
+        if (trace is not null)
         {
-            Root.Fail(AbortReason.User, e);
-            return 0;
+            Record(trace, ReactDbStep.Dequeue, ok: took);
+            if (!took) Record(trace, ReactDbStep.Complete);
+        }
+        return took;
+    }
+
+    /// <summary>ReactDB.tla Submit and Dequeue of a root attempt: its thread takes its context in
+    /// its container at once, and holds it to the end of the commit (D8).</summary>
+    internal void TakeHomeContext()
+    {
+        var trace = _engine.Trace;
+        using var step = new TracedStep(trace?.Gate);
+        bool took = Root.TryTake(Reactor.Container, this);
+        System.Diagnostics.Debug.Assert(took, $"program {Root.Program.Name}: a new attempt found its home context held");
+        if (trace is null) return;
+        Record(trace, ReactDbStep.Submit);
+        Record(trace, ReactDbStep.Dequeue);
+    }
+
+    /// <summary>ReactDB.tla Complete of a sub-transaction that ran: it gives its context back.</summary>
+    internal void Complete()
+    {
+        var trace = _engine.Trace;
+        using var step = new TracedStep(trace?.Gate);
+        if (trace is not null) CompleteSyncCallees(trace);
+        Root.Release(Reactor.Container, this);
+        if (trace is not null) Record(trace, ReactDbStep.Complete);
+    }
+
+    /// <summary>ReactDB.tla BeginCommit, once the root's logic and every sub-transaction are done:
+    /// whether the root has failed, read in the step.</summary>
+    internal bool BeginCommit()
+    {
+        var trace = _engine.Trace;
+        using var step = new TracedStep(trace?.Gate);
+        if (trace is not null)
+        {
+            CompleteSyncCallees(trace);
+            Record(trace, ReactDbStep.BeginCommit);
+        }
+        return Root.Failed;
+    }
+
+    /// <summary>ReactDB.tla Complete of the synchronous callees, deepest first. A synchronous
+    /// callee's own children are its caller's to wait for (<see cref="CallHere"/>), so it is
+    /// complete, in the spec's sense, by the time its caller is: it is recorded then.</summary>
+    void CompleteSyncCallees(ReactDbTrace trace)
+    {
+        if (_syncCallees is null) return;
+        foreach (var callee in _syncCallees)
+        {
+            callee.CompleteSyncCallees(trace);
+            callee.Record(trace, ReactDbStep.Complete);
         }
     }
+
+    void RecordStep(ReactDbTrace trace, ReactDbStep kind)
+    {
+        using var step = new TracedStep(trace.Gate);
+        Record(trace, kind);
+    }
+
+    /// <summary>Called inside the trace's gate.</summary>
+    void Record(ReactDbTrace trace, ReactDbStep kind, int callee = -1, long key = -1, long read = 0, bool ok = true) =>
+        trace.Add(new ReactDbEvent(kind, Root.TxnId, Node, Reactor.Id, Reactor.Container, callee, key, read, ok));
 
     /// <summary>Algorithm 1 line 16: completes when every sub-transaction called has.</summary>
     internal Task ChildrenDone() => _children switch
@@ -163,7 +306,7 @@ internal sealed class ReactorCall
         var all => Task.WhenAll(all),
     };
 
-    Runtime.TxnContext Enter(Relation relation, long key, out int row)
+    TxnContext Enter(Relation relation, long key, out int row)
     {
         ArgumentNullException.ThrowIfNull(relation);
         if (relation.Owner != Reactor)

@@ -24,6 +24,8 @@ internal sealed class RootTransaction
     int _failed;
     AbortReason _reason;
     Exception? _error;
+    /// <summary>Nodes of this attempt's tree numbered so far, with a trace.</summary>
+    int _traceNodes;
 
     /// <param name="slot">the slot's index: its context for container c is worker slot * containers + c</param>
     public RootTransaction(int slot, int containers, ReactDbOptions options, HistoryRecorder? recorder)
@@ -56,12 +58,16 @@ internal sealed class RootTransaction
         _failed = 0;
         _reason = AbortReason.None;
         _error = null;
+        _traceNodes = 0;
         var ctx = _contexts[home];
         ctx.Start(program, timestamp);
         ctx.BeginAttempt();
         TxnId = ctx.TxnId;
         _spans[home] = true;
     }
+
+    /// <summary>The next node's index in the attempt's tree; called inside the trace's gate.</summary>
+    public int NextTraceNode() => ++_traceNodes;
 
     /// <summary>The context in container <paramref name="container"/>, for its holder.</summary>
     public TxnContext Context(int container)
@@ -112,61 +118,86 @@ internal sealed class RootTransaction
     /// across containers is: every write lock first, then every read check. The validation order
     /// is the root's container, then the others by index (D6): nothing waits (D4: a held lock is
     /// a no), so the order decides only which of two conflicting roots fails.</remarks>
-    public AbortReason Commit(SiloOcc silo, in ReactDbTwins twins)
+    public AbortReason Commit(SiloOcc silo, in ReactDbTwins twins, ReactDbTrace? trace)
     {
         Debug.Assert(!Failed, $"program {Program.Name}: a failed root must abort, not commit");
-        var reason = twins.PaperLinear ? LockAndValidateEach(silo) : LockAllThenValidate(silo, twins);
+        var reason = twins.PaperLinear ? LockAndValidateEach(silo, twins, trace) : LockAllThenValidate(silo, twins, trace);
         if (reason != AbortReason.None)
         {
-            Abort(silo);
+            Abort(silo, trace);
             return reason;
         }
         if (twins.InstallAtValidation) return AbortReason.None; // the twin installed as it validated
         for (int i = 0; i < _contexts.Length; i++)
-        {
-            if (InOrder(i) is not (int c and >= 0)) continue;
-            if (twins.PartialWrite && c != Home) silo.AbortParticipant(_contexts[c]);
-            else silo.CommitParticipant(_contexts[c]); // WriteStep
-        }
+            if (InOrder(i) is int c and >= 0) WriteStep(silo, c, twins, trace);
         return AbortReason.None;
     }
 
     /// <summary>LockStep in every container of the validation order, then ValidateStep in every one.</summary>
-    AbortReason LockAllThenValidate(SiloOcc silo, in ReactDbTwins twins)
+    AbortReason LockAllThenValidate(SiloOcc silo, in ReactDbTwins twins, ReactDbTrace? trace)
     {
         var reason = AbortReason.None;
         for (int i = 0; i < _contexts.Length && reason == AbortReason.None; i++)
-            if (InOrder(i) is int c and >= 0) reason = silo.LockWriteSet(_contexts[c], waitForLocks: false).Reason; // LockStep
+            if (InOrder(i) is int c and >= 0) reason = LockStep(silo, c, trace);
         for (int i = 0; i < _contexts.Length && reason == AbortReason.None; i++)
-        {
-            if (InOrder(i) is not (int c and >= 0) || (twins.SkipRemoteValidation && c != Home)) continue;
-            reason = silo.ValidateReads(_contexts[c]).Reason; // ValidateStep
-            if (reason == AbortReason.None && twins.InstallAtValidation) silo.CommitParticipant(_contexts[c]);
-        }
+            if (InOrder(i) is int c and >= 0) reason = ValidateStep(silo, c, twins, trace);
         return reason;
     }
 
     /// <summary>The twin of Algorithm 3 as written (<see cref="ReactDbMutants.PaperLinear"/>): each
     /// container locks its write set and validates its reads before the next one locks.</summary>
-    AbortReason LockAndValidateEach(SiloOcc silo)
+    AbortReason LockAndValidateEach(SiloOcc silo, in ReactDbTwins twins, ReactDbTrace? trace)
     {
         for (int i = 0; i < _contexts.Length; i++)
         {
             if (InOrder(i) is not (int c and >= 0)) continue;
-            var vote = silo.LockWriteSet(_contexts[c], waitForLocks: false);
-            if (vote.IsYes) vote = silo.ValidateReads(_contexts[c]);
-            if (!vote.IsYes) return vote.Reason;
+            var reason = LockStep(silo, c, trace);
+            if (reason == AbortReason.None) reason = ValidateStep(silo, c, twins, trace);
+            if (reason != AbortReason.None) return reason;
         }
         return AbortReason.None;
     }
 
+    /// <summary>ReactDB.tla LockStep in container <paramref name="c"/>: its write set's locks, a held one a no (D4).</summary>
+    AbortReason LockStep(SiloOcc silo, int c, ReactDbTrace? trace)
+    {
+        using var step = new TracedStep(trace?.Gate);
+        var reason = silo.LockWriteSet(_contexts[c], waitForLocks: false).Reason;
+        trace?.Add(CommitEvent(ReactDbStep.LockStep, c, reason == AbortReason.None));
+        return reason;
+    }
+
+    /// <summary>ReactDB.tla ValidateStep in container <paramref name="c"/>: its context's reads.</summary>
+    AbortReason ValidateStep(SiloOcc silo, int c, in ReactDbTwins twins, ReactDbTrace? trace)
+    {
+        using var step = new TracedStep(trace?.Gate);
+        var reason = twins.SkipRemoteValidation && c != Home ? AbortReason.None : silo.ValidateReads(_contexts[c]).Reason;
+        if (reason == AbortReason.None && twins.InstallAtValidation) silo.CommitParticipant(_contexts[c]);
+        trace?.Add(CommitEvent(ReactDbStep.ValidateStep, c, reason == AbortReason.None));
+        return reason;
+    }
+
+    /// <summary>ReactDB.tla WriteStep in container <paramref name="c"/>: install and unlock.</summary>
+    void WriteStep(SiloOcc silo, int c, in ReactDbTwins twins, ReactDbTrace? trace)
+    {
+        using var step = new TracedStep(trace?.Gate);
+        if (twins.PartialWrite && c != Home) silo.AbortParticipant(_contexts[c]);
+        else silo.CommitParticipant(_contexts[c]);
+        trace?.Add(CommitEvent(ReactDbStep.WriteStep, c, ok: true));
+    }
+
     /// <summary>ReactDB.tla AbortAll: every context the attempt used gives back what it locked;
     /// the writes were buffered, so nothing else is undone.</summary>
-    public void Abort(SiloOcc silo)
+    public void Abort(SiloOcc silo, ReactDbTrace? trace)
     {
+        using var step = new TracedStep(trace?.Gate);
         for (int c = 0; c < _contexts.Length; c++)
             if (_spans[c]) silo.AbortParticipant(_contexts[c]);
+        trace?.Add(CommitEvent(ReactDbStep.AbortAll, Home, ok: true));
     }
+
+    /// <summary>A step of the root's commit, taken by its node 0 on its thread.</summary>
+    ReactDbEvent CommitEvent(ReactDbStep kind, int container, bool ok) => new(kind, TxnId, 0, Reactor: -1, container, Ok: ok);
 
     /// <summary>The i-th container of the validation order (ReactDB.tla ValOrder): the root's
     /// own, then the others it used by index; -1 where the order has none.</summary>

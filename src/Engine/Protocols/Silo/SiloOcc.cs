@@ -194,6 +194,12 @@ internal sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
         return data;
     }
 
+    /// <summary>As <see cref="Grant"/>, but a row another committer holds locked is a false, with
+    /// nothing recorded: for a caller that waits outside a step of its own (ReactDB's traced
+    /// access, which must not wait inside the trace's gate, where the committer's release is).</summary>
+    internal bool TryGrant(TxnContext ctx, Table table, int row, bool write, out Span<byte> data, out int access) =>
+        TryAccess(ctx, table, row, write, out data, out access, out _) == OpStep.Done;
+
     /// <summary>A blind write of the row (ReactDB's): a zeroed private copy for the caller to fill
     /// whole, in the write set without a read. Silo validates reads only, so the row's version is
     /// not checked at commit; it serializes at its lock like every write.</summary>

@@ -175,7 +175,7 @@ internal sealed class StealDb : ITransactionProtocol
     /// and not yet written it (one step to wait out).</summary>
     int NextRunnable(Slot s, int cursor, long tid)
     {
-        using var step = new TracedStep(Trace);
+        using var step = new TracedStep(Trace?.Gate);
         if (cursor >= Volatile.Read(ref s.Words.RqLength)) return 0;
         int entry = Volatile.Read(ref s.Rq[cursor]);
         if (entry == 0) return -1;
@@ -220,7 +220,7 @@ internal sealed class StealDb : ITransactionProtocol
         int n = s.Ctx.Program.Ops.Length;
         for (int i = 0; i < n; i++)
         {
-            using var step = new TracedStep(Trace);
+            using var step = new TracedStep(Trace?.Gate);
             if (cursor < Volatile.Read(ref s.Words.RqLength)) return;
             if (Volatile.Read(ref s.Ops[i].Tid) != tid || Interlocked.CompareExchange(ref s.Ops[i].Tid, 0, tid) != tid) continue;
             Finish(s, i, tid, insertDependents: false, s.Worker);
@@ -248,7 +248,7 @@ internal sealed class StealDb : ITransactionProtocol
     {
         var program = ctx.Program;
         int n = program.Ops.Length;
-        using var step = new TracedStep(Trace);
+        using var step = new TracedStep(Trace?.Gate);
         reason = (AbortReason)Volatile.Read(ref s.Words.Doom);
         if (reason == AbortReason.None)
         {
@@ -349,14 +349,14 @@ internal sealed class StealDb : ITransactionProtocol
             for (int i = 0; i < n; i++)
             {
                 if (s.Ops[i].Lock != Abandoned) continue;
-                using var step = new TracedStep(Trace);
+                using var step = new TracedStep(Trace?.Gate);
                 if (!_lock.CheckAcquired(Node(s, i))) continue;
                 Unlock(s, i, tid, audited: false);
                 abandoned--;
             }
             if (abandoned > 0) Spin.Once(ref wait);
         }
-        using (new TracedStep(Trace))
+        using (new TracedStep(Trace?.Gate))
         {
             Volatile.Write(ref s.Words.Running, 0);
             Trace?.Add(new(StealDbAction.OwnerFinish, tid));
@@ -373,7 +373,7 @@ internal sealed class StealDb : ITransactionProtocol
     /// never used, so the audit has nothing to check.</summary>
     void Unlock(Slot s, int op, long tid, bool audited = true)
     {
-        using var step = new TracedStep(Trace);
+        using var step = new TracedStep(Trace?.Gate);
         var table = _db[s.Ctx.Program.Ops[op].TableId];
         long rowKey = HistoryRecorder.RowKey(table.Id, s.Ops[op].Row);
         if (audited) Audit?.Released(rowKey, tid);
@@ -417,7 +417,7 @@ internal sealed class StealDb : ITransactionProtocol
     /// </summary>
     void GiveUpWaitOnItself(Slot s, int op, int ahead, long tid, int runner)
     {
-        using var step = new TracedStep(Trace);
+        using var step = new TracedStep(Trace?.Gate);
         var program = s.Ctx.Program;
         var o = program.Ops[op];
         s.Ops[op].Lock = Abandoned;
@@ -431,7 +431,7 @@ internal sealed class StealDb : ITransactionProtocol
     /// <summary>RunOpClaim: Alg. 2 line 1, CAS(&amp;op.tid, tid, null). False: someone else has it.</summary>
     bool Claim(Slot s, int op, long tid, int runner)
     {
-        using var step = new TracedStep(Trace);
+        using var step = new TracedStep(Trace?.Gate);
         bool claimed;
         if (_claimTestThenSet)
         {
@@ -456,7 +456,7 @@ internal sealed class StealDb : ITransactionProtocol
     /// worker in <paramref name="predecessor"/>).</summary>
     LockStep TryLock(Slot s, int op, long tid, int runner, out int node, out int predecessor, out int predecessorOp)
     {
-        using var step = new TracedStep(Trace);
+        using var step = new TracedStep(Trace?.Gate);
         node = Node(s, op);
         predecessor = predecessorOp = -1;
         if (Volatile.Read(ref s.Words.Doom) != 0)
@@ -509,7 +509,7 @@ internal sealed class StealDb : ITransactionProtocol
     /// <summary>RunOpExecute: Alg. 2 lines 10-14. The row is ours: read it, save its image, run the body.</summary>
     void Execute(Slot s, int op, long tid, int runner)
     {
-        using var step = new TracedStep(Trace);
+        using var step = new TracedStep(Trace?.Gate);
         var ctx = s.Ctx;
         var o = ctx.Program.Ops[op];
         ReadOnlySpan<long> args = ctx.Args;
@@ -629,7 +629,7 @@ internal sealed class StealDb : ITransactionProtocol
         {
             long context = 0;
             int stolen = -1;
-            using (new TracedStep(Trace))
+            using (new TracedStep(Trace?.Gate))
             {
                 // WaiterProceed's first exit only. Its second, "the predecessor no longer runs",
                 // is left out: the predecessor's last release hands this node the lock anyway,
@@ -718,7 +718,7 @@ internal sealed class StealDb : ITransactionProtocol
     /// <c>&lt;tid, position - 1&gt;</c> down through s's word and return the op to run; else -1.</summary>
     int RunStolen(Slot s, long context, int runner)
     {
-        using var step = new TracedStep(Trace);
+        using var step = new TracedStep(Trace?.Gate);
         long tid = TidOf(context);
         int position = PositionOf(context);
         var owner = _slots[WorkerOf(tid)];

@@ -1,3 +1,5 @@
+using Contend.Engine.Runtime;
+
 namespace Contend.Engine.Protocols.StealDB;
 
 /// <summary>The actions of specs/StealDB/StealDB.tla that the engine records, one per step it
@@ -24,39 +26,5 @@ internal readonly record struct StealDbEvent(
     StealDbAction Action, long Worker, long Tid = 0, int Op = -1, bool Ok = false, long Predecessor = 0,
     long From = 0, (long Tid, int Position) Token = default, long Row = -1, long Read = 0);
 
-/// <summary>
-/// Trace recording for trace validation (specs/StealDB/StealDBTrace.tla; tests only). With a
-/// trace set, every step the engine records runs inside <see cref="Gate"/>, and no step waits
-/// while inside it, so the order of <see cref="Events"/> is an order in which the steps took
-/// effect and each step saw the state the previous ones left. Steps that write several words
-/// (ExecuteOp's outcome, runnable queue and steal context) are then atomic, as the spec's actions
-/// are; in production they are not, which the Coyote tests explore.
-/// </summary>
-internal sealed class StealDbTrace
-{
-    internal readonly object Gate = new();
-
-    /// <summary>The steps in order; read once the workers have stopped.</summary>
-    public List<StealDbEvent> Events { get; } = new();
-
-    /// <summary>Called inside <see cref="Gate"/>.</summary>
-    internal void Add(StealDbEvent e) => Events.Add(e);
-}
-
-/// <summary>One recorded step: holds the trace's gate from construction to Dispose; nothing
-/// without a trace (one null test).</summary>
-internal readonly ref struct TracedStep
-{
-    readonly StealDbTrace? _trace;
-
-    public TracedStep(StealDbTrace? trace)
-    {
-        _trace = trace;
-        if (trace is not null) Monitor.Enter(trace.Gate);
-    }
-
-    public void Dispose()
-    {
-        if (_trace is not null) Monitor.Exit(_trace.Gate);
-    }
-}
+/// <summary>StealDB's recorded steps (specs/StealDB/StealDBTrace.tla; tests only).</summary>
+internal sealed class StealDbTrace : StepTrace<StealDbEvent>;
