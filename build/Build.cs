@@ -55,7 +55,7 @@ int Help()
         "  traces [--runs N] StealDB's and Chiller's trace validation: record engine runs, check them against the specs with TLC\n" +
         "  bench [args]     BenchmarkDotNet benchmarks\n" +
         "  run [args]       contend run (see: run --help)\n" +
-        "  study <name>     a paper's throughput study: stealdb or strife (study --help lists its options)\n" +
+        "  study <name>     a paper's throughput study: stealdb, strife or reactdb (study --help lists its options)\n" +
         "  demo             a short high-contention YCSB run of every protocol, history checked\n" +
         "  pack             the NuGet packages Contend.Engine and Contend.Hosting, into artifacts/packages\n" +
         "  sample [args]    the sample bank service (samples/Bank), e.g. sample --urls http://127.0.0.1:5080");

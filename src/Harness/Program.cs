@@ -94,7 +94,7 @@ demo.SetAction(parse =>
     return broken.Count == 0 && control.Anomalies > 0 ? 0 : 1;
 });
 
-var studyName = new Argument<string>("name") { Description = "the study: stealdb or strife" };
+var studyName = new Argument<string>("name") { Description = "the study: stealdb, strife or reactdb" };
 var studySeconds = new Option<double>("--seconds") { Description = "measured seconds per run", DefaultValueFactory = _ => 2 };
 var studyWarmup = new Option<double>("--warmup") { Description = "seconds run before measuring, per run", DefaultValueFactory = _ => 0.5 };
 var repeats = new Option<int>("--repeats") { Description = "runs per point and protocol; the median is reported", DefaultValueFactory = _ => 3 };
@@ -110,7 +110,8 @@ study.SetAction(parse =>
     {
         "stealdb" => StealDbStudy.Run(options, dir, Environment.CommandLine, Console.Out),
         "strife" => StrifeStudy.Run(options, dir, Environment.CommandLine, Console.Out),
-        var other => throw new UsageException($"unknown study '{other}' (known: stealdb, strife)"),
+        "reactdb" => ReactDbStudy.Run(options, dir, Environment.CommandLine, Console.Out),
+        var other => throw new UsageException($"unknown study '{other}' (known: stealdb, strife, reactdb)"),
     };
 });
 

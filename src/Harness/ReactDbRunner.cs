@@ -1,3 +1,4 @@
+using System.Buffers.Binary;
 using System.Diagnostics;
 using System.Globalization;
 using Contend.Engine.History;
@@ -25,7 +26,7 @@ internal static class ReactDbRunner
         var engine = new ReactDbEngine(deployed.Deployment, new ReactDbOptions
         {
             ExecutorsPerContainer = executors, RecordHistory = options.RecordHistory, PinExecutors = options.Pin,
-            MaxRootsInFlight = Math.Min(mart.Carts, 256 / containers), Name = "smartmart",
+            MaxRootsInFlight = Math.Min(mart.Carts, 256 / containers), ContextRows = mart.RowsPerContext, Name = "smartmart",
         });
         try
         {
@@ -59,12 +60,92 @@ internal static class ReactDbRunner
         long[] aborts = after.Zip(before, (a, b) => a - b).ToArray();
         long conflicts = aborts.Sum();
         SerializabilityChecker.Report? report = options.RecordHistory ? SerializabilityChecker.Check(engine.History()) : null;
-        string detail = string.Create(CultureInfo.InvariantCulture, $"interactions (add_items, then checkout): {interactions.Sum() / measured:N0}/s");
+        double commit = engine.MeanCommitMicros();
+        string detail = string.Create(CultureInfo.InvariantCulture, $"interactions (add_items, then checkout): {interactions.Sum() / measured:N0}/s; commit protocol {commit:F1} us per attempt");
         return new RunRow(Protocol, "smartmart", mart.Describe(deployment, executors), options.Threads, measured, total.Commits, total.Commits / measured,
                           conflicts / (double)Math.Max(1, total.Commits + total.UserAborts + conflicts), total.UserAborts, Runner.ByReason(aborts),
                           total.LatencyPercentileMicros(50), total.LatencyPercentileMicros(99),
                           report?.Transactions ?? -1, report?.Anomalies.Count ?? -1,
                           Runner.FirstAnomaly(report),
-                          [], tableBytes, new Dictionary<string, double>(), detail);
+                          [], tableBytes, new Dictionary<string, double> { [CommitMicrosName] = commit }, detail);
+    }
+
+    /// <summary>The share name of a run's mean commit protocol time, in microseconds, per root attempt.</summary>
+    public const string CommitMicrosName = "commit_us";
+
+    /// <summary>
+    /// YCSB's transactions (the same stream <see cref="Ycsb"/> draws for every protocol) as a
+    /// function of one reactor that owns the table, in the sync deployment: one container with
+    /// an executor per worker thread. <paramref name="callers"/> async callers each await one
+    /// root at a time, as <see cref="Runner.RunEmbedded"/>'s do against <see cref="ContendEngine"/>:
+    /// the same work through each engine's front door, so that what ReactDB adds to Silo shows.
+    /// </summary>
+    public static RunRow RunYcsb(long rows, int requests, double readFraction, double theta, int callers, RunOptions options)
+    {
+        var ycsb = new Ycsb(rows, requests, readFraction, theta, table: "ycsb.usertable");
+        var db = new Database(); // the engine disposes it
+        ycsb.Load(db);
+        long tableBytes = db.MemoryBytes;
+        var deployment = new ReactorDeployment(db, 1);
+        var reactor = deployment.Add("ycsb", 0, "usertable");
+        var usertable = reactor.Relation("usertable");
+        var function = new ReactorFunction("ycsb", (call, args) =>
+        {
+            var a = args.Span;
+            int count = (int)a[0];
+            long sum = 0;
+            for (int i = 0; i < count; i++)
+                sum += a[1 + requests + i] != 0 ? call.Write(usertable, a[1 + i], IncrementFirst) : call.Read(usertable, a[1 + i], ReadFirst);
+            return ValueTask.FromResult(sum);
+        });
+        var engine = new ReactDbEngine(deployment, new ReactDbOptions
+        {
+            ExecutorsPerContainer = options.Threads, RecordHistory = options.RecordHistory, PinExecutors = options.Pin,
+            MaxRootsInFlight = Math.Min(callers, 256), Name = "ycsb",
+        });
+        try
+        {
+            var (total, measured, before, after) = Runner.MeasureCallers(callers, options, c =>
+            {
+                var scratch = new TxnContext(c, recorder: null); // where the source writes each transaction's arguments
+                var source = ycsb.CreateSource(c, options.Seed);
+                var args = new long[1 + 2 * requests];
+                return async mine =>
+                {
+                    var program = source.Next(scratch);
+                    int count = program.Ops.Length;
+                    args[0] = count;
+                    scratch.Args.AsSpan(0, count).CopyTo(args.AsSpan(1));
+                    scratch.Args.AsSpan(requests, count).CopyTo(args.AsSpan(1 + requests));
+                    long start = Stopwatch.GetTimestamp();
+                    var result = await engine.ExecuteAsync(reactor, function, args).ConfigureAwait(false);
+                    mine.Count(result.Outcome.Outcome, result.Outcome.Reason, start);
+                };
+            }, engine.ConflictAbortsByReason);
+            long[] aborts = after.Zip(before, (a, b) => a - b).ToArray();
+            long conflicts = aborts.Sum();
+            SerializabilityChecker.Report? report = options.RecordHistory ? SerializabilityChecker.Check(engine.History()) : null;
+            double commit = engine.MeanCommitMicros();
+            return new RunRow(Protocol, ycsb.Name, $"{ycsb.Describe()}; ReactDB sync deployment (1 container, {options.Threads} executors), one reactor owning the table, {callers} async callers",
+                              options.Threads, measured, total.Commits, total.Commits / measured,
+                              conflicts / (double)Math.Max(1, total.Commits + total.UserAborts + conflicts), total.UserAborts, Runner.ByReason(aborts),
+                              total.LatencyPercentileMicros(50), total.LatencyPercentileMicros(99),
+                              report?.Transactions ?? -1, report?.Anomalies.Count ?? -1, Runner.FirstAnomaly(report),
+                              [], tableBytes, new Dictionary<string, double> { [CommitMicrosName] = commit },
+                              string.Create(CultureInfo.InvariantCulture, $"commit protocol {commit:F1} us per attempt"));
+        }
+        finally
+        {
+            engine.DisposeAsync().AsTask().GetAwaiter().GetResult();
+        }
+    }
+
+    static long ReadFirst(ReadOnlySpan<byte> row) => BinaryPrimitives.ReadInt64LittleEndian(row);
+
+    static long IncrementFirst(Span<byte> row)
+    {
+        long v = BinaryPrimitives.ReadInt64LittleEndian(row) + 1;
+        BinaryPrimitives.WriteInt64LittleEndian(row, v);
+        return v;
     }
 }

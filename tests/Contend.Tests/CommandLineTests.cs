@@ -28,7 +28,7 @@ public class CommandLineTests
     [InlineData("--rows is a ycsb knob; this run's workload is smartmart", "run", "--protocol", "ReactDB", "--workload", "smartmart", "--rows", "10")]
     [InlineData("zipf: theta = 1.5 must be in [0, 1)", "run", "--protocol", "NoWait", "--theta", "1.5", "--rows", "1000")]
     [InlineData("--threads 0: must be in 1..255", "run", "--protocol", "NoWait", "--threads", "0")]
-    [InlineData("unknown study 'nope' (known: stealdb, strife)", "study", "nope")]
+    [InlineData("unknown study 'nope' (known: stealdb, strife, reactdb)", "study", "nope")]
     [InlineData("Strife alpha 2: must be in (0, 1]", "run", "--protocol", "Strife", "--alpha", "2")]
     [InlineData("Strife batch size 0: must be 1..1000000", "run", "--protocol", "Strife", "--batch", "0")]
     [InlineData("ycsb: partitions = 0 must be in 1..rows/2", "run", "--protocol", "Strife", "--partitions", "0", "--rows", "1000")]
@@ -232,6 +232,39 @@ public class CommandLineTests
         AssertOneWorkerFigure(results, points: 2, protocols: 5);
         Assert.Contains("Strife >= 1.5x the best 2PL", File.ReadAllText(Path.Combine(results, "summary.md")));
         Assert.Contains("up to 2x", output);
+        Directory.Delete(dir, recursive: true);
+    }
+
+    /// <summary>ReactDB's study at a size that measures nothing: a row per point, series and
+    /// repeat in each figure's CSV, ReactDB's rows carrying their commit cost and Silo's none,
+    /// the PNGs, and the summary's goals.</summary>
+    [Fact]
+    public void ReactDbStudyWritesItsFiguresAndSummary()
+    {
+        string dir = Path.Combine(Path.GetTempPath(), $"contend-study-{Guid.NewGuid():N}");
+        var (code, output, err) = Contend("study", "reactdb", "--small", "--seconds", "0.1", "--warmup", "0", "--repeats", "1", "--out", dir);
+        Assert.True(code == 0, err);
+        string results = Path.Combine(dir, "reactdb");
+        foreach (var (figure, points) in new[] { ("parallel-degree", 2), ("order-size", 2), ("delay", 2), ("skew", 2), ("silo", 1) })
+        {
+            var lines = File.ReadAllLines(Path.Combine(results, $"{figure}.csv"));
+            Assert.Equal(1 + 2 * points, lines.Length);
+            int commit = Array.IndexOf(lines[0].Split(','), "commit_us");
+            Assert.True(commit > 0, $"{figure}.csv has no commit_us column: {lines[0]}");
+            foreach (var row in lines.Skip(1).Select(l => l.Split(',')))
+            {
+                Assert.Equal(figure, row[0]);
+                if (row[2] == "Silo") Assert.Equal("", row[commit]);
+                else Assert.True(double.Parse(row[commit], CultureInfo.InvariantCulture) > 0, $"{figure}, {row[2]}: commit cost {row[commit]}");
+            }
+            AssertLineProbed(lines);
+            foreach (string plot in new[] { "throughput", "aborts" })
+                Assert.True(new FileInfo(Path.Combine(results, $"{figure}-{plot}.png")).Length > 1000);
+        }
+        string summary = File.ReadAllText(Path.Combine(results, "summary.md"));
+        Assert.Contains(">= 1.8x (the bound here: 2x)", summary);
+        Assert.Contains("ReactDB sync / Silo, YCSB theta 0.0 | >= 0.95x", summary);
+        Assert.Contains("68.2 us sync, 93.8 us async (Size 8)", output);
         Directory.Delete(dir, recursive: true);
     }
 

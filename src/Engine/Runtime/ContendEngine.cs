@@ -431,23 +431,12 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
         }
     }
 
-    /// <summary>Spins a little, yielding, for a wake-up after the count <paramref name="seen"/>, then
-    /// sleeps until one. A caller that awaits one transaction at a time submits its next as soon
-    /// as its continuation has run: a worker that slept at once would pay the OS's wake-up on
-    /// every request (2 callers awaiting in turn ran at about 26,000 txn/s, p50 65-78 us,
-    /// against 400,000 for the worker pool).</summary>
+    /// <summary>Spins a little for a wake-up after the count <paramref name="seen"/>
+    /// (<see cref="Spin.BeforeSleeping"/>), then sleeps until one.</summary>
     void Idle(long seen)
     {
-        var spin = new SpinWait();
-        for (int i = 0; i < IdleSpins; i++)
-        {
-            if (Volatile.Read(ref _wakeups) != seen) return;
-            spin.SpinOnce(sleep1Threshold: -1); // yields past the first rounds, never sleeps
-        }
-        Sleep(seen);
+        if (!Spin.BeforeSleeping((Engine: this, Seen: seen), static s => Volatile.Read(ref s.Engine._wakeups) != s.Seen)) Sleep(seen);
     }
-
-    const int IdleSpins = 64;
 
     /// <summary>The next queued request, its slot in the queue freed; null when none is queued.</summary>
     EngineRequest? Take()

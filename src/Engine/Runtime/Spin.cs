@@ -10,6 +10,27 @@ internal static class Spin
     /// <summary>One round of back-off for a wait loop that re-checks a shared word.</summary>
     public static void Once(ref SpinWait wait) => wait.SpinOnce(sleep1Threshold: -1);
 
+    /// <summary>
+    /// An idle thread's spin before it sleeps: a few rounds, yielding past the first ones and never
+    /// sleeping, until <paramref name="ready"/> holds; false if it never did, and the caller then
+    /// sleeps. A caller that awaits one request at a time submits its next as soon as its
+    /// continuation has run: a thread that slept at once would pay the OS's wake-up on every
+    /// request (ContendEngine with 2 callers awaiting in turn ran at about 26,000 txn/s, p50
+    /// 65-78 us, against 400,000 for the worker pool).
+    /// </summary>
+    public static bool BeforeSleeping<T>(T state, Func<T, bool> ready)
+    {
+        var wait = new SpinWait();
+        for (int i = 0; i < IdleRounds; i++)
+        {
+            if (ready(state)) return true;
+            Once(ref wait);
+        }
+        return false;
+    }
+
+    const int IdleRounds = 64;
+
     /// <summary>Abort back-off: spins for a pseudo-random number of rounds that grows with
     /// the retry count (capped), so that two transactions aborting each other drift apart.</summary>
     public static void Backoff(int retries, ref ulong rng)

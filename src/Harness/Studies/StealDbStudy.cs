@@ -27,11 +27,11 @@ internal static class StealDbStudy
             new("micro", $"StealDB micro-benchmark: {tables} tables x {rows:N0} records, {tables} increments, {options.Threads} workers",
                 "records of the first table in use (contention falls to the right)",
                 hots.Select(h => (h == 0 ? $"all {rows:N0}" : h.ToString(CultureInfo.InvariantCulture),
-                                  (Func<IWorkload>)(() => new StealDbMicro(tables, rows, tables, h)))).ToList(), Protocols),
+                                  Study.Workload(() => new StealDbMicro(tables, rows, tables, h)))).ToList(), Protocols),
             new("neworder", $"TPC-C NewOrder alone, district first (StealDB's Figure 1), {options.Threads} workers",
                 "warehouses (10 districts each)",
                 warehouses.Select(w => (w.ToString(CultureInfo.InvariantCulture),
-                                        (Func<IWorkload>)(() => new Tpcc(w, inserts: true, orderCapacity: orders, newOrderOnly: true)))).ToList(), Protocols),
+                                        Study.Workload(() => new Tpcc(w, inserts: true, orderCapacity: orders, newOrderOnly: true)))).ToList(), Protocols),
         };
         // The goal's highest-contention point once more on one worker: how far 2 workers can take stealing there.
         if (Study.OnOneWorker(options, figures, [("micro", figures[0].Points[0].Label)], ["StealDB", "StealDBNoSteal"]) is { } oneWorker)

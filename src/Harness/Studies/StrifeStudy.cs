@@ -32,15 +32,15 @@ internal static class StrifeStudy
             new("tpcc", $"TPC-C NewOrder + Payment 50:50 (Strife's Figure 5), {options.Threads} workers",
                 "warehouses (contention falls to the right)",
                 warehouses.Select(w => (w.ToString(CultureInfo.InvariantCulture),
-                                        (Func<IWorkload>)(() => new Tpcc(w, inserts: true, orderCapacity: orders)))).ToList(), Protocols),
+                                        Study.Workload(() => new Tpcc(w, inserts: true, orderCapacity: orders)))).ToList(), Protocols),
             new("ycsb-theta", $"YCSB, {rows:N0} rows in {perWorker} partitions, 16 requests, 50% reads (Strife's Figure 10), {options.Threads} workers",
                 "Zipf theta within a partition (contention rises to the right)",
                 thetas.Select(t => (t.ToString("0.00", CultureInfo.InvariantCulture),
-                                    (Func<IWorkload>)(() => new Ycsb(rows, 16, 0.5, t, perWorker)))).ToList(), Protocols),
+                                    Study.Workload(() => new Ycsb(rows, 16, 0.5, t, perWorker)))).ToList(), Protocols),
             new("ycsb-partitions", $"YCSB, {rows:N0} rows, theta 0.99 within a partition, 16 requests, 50% reads (Strife's Figure 6), {options.Threads} workers",
                 "partitions, each with its own hot keys (contention falls to the right)",
                 partitions.Select(n => (n.ToString(CultureInfo.InvariantCulture),
-                                        (Func<IWorkload>)(() => new Ycsb(rows, 16, 0.5, 0.99, n)))).ToList(), Protocols),
+                                        Study.Workload(() => new Ycsb(rows, 16, 0.5, 0.99, n)))).ToList(), Protocols),
         };
         // The goal's two highest-contention points once more on one worker: how far 2 workers can take each protocol there.
         if (Study.OnOneWorker(options, figures, [("tpcc", figures[0].Points[0].Label), ("ycsb-theta", figures[1].Points[^1].Label)],

@@ -32,27 +32,34 @@ internal sealed record StudyPoint(string Figure, string Point, string Protocol, 
     public double Share(string name) => Shares.GetValueOrDefault(name, double.NaN);
 }
 
-/// <summary>A figure: one workload per x point, the same protocols at each, on the study's
-/// workers or on <paramref name="Workers"/> where set; <paramref name="Rerun"/> names, point by
-/// point, the other figures' points whose workloads it runs again (<see cref="Study.OnOneWorker"/>).</summary>
-internal sealed record Figure(string Name, string Title, string XLabel, IReadOnlyList<(string Label, Func<IWorkload> Make)> Points, IReadOnlyList<string> Protocols,
+/// <summary>One series' run at one point of a figure: the series (a protocol, or a deployment) and the run's options.</summary>
+internal delegate RunRow PointRun(string series, RunOptions options);
+
+/// <summary>A figure: one run per x point (a workload, <see cref="Study.Workload"/>), the same
+/// protocols at each, on the study's workers or on <paramref name="Workers"/> where set;
+/// <paramref name="Rerun"/> names, point by point, the other figures' points whose workloads it
+/// runs again (<see cref="Study.OnOneWorker"/>).</summary>
+internal sealed record Figure(string Name, string Title, string XLabel, IReadOnlyList<(string Label, PointRun Run)> Points, IReadOnlyList<string> Protocols,
                             int? Workers = null, IReadOnlyList<(string Figure, string Point)>? Rerun = null);
 
 internal static class Study
 {
+    /// <summary>A point that runs each protocol over a fresh <paramref name="make"/>() (<see cref="Runner.RunOne"/>).</summary>
+    public static PointRun Workload(Func<IWorkload> make) => (protocol, options) => Runner.RunOne(protocol, make, options);
+
     public static List<StudyRun> Measure(Figure figure, StudyOptions options, Action<string> log)
     {
         var runs = new List<StudyRun>();
         var run = new RunOptions(figure.Workers ?? options.Threads, options.Seconds, options.Warmup, RecordHistory: false, Pin: true, Seed: options.Seed);
         for (int repeat = 0; repeat < options.Repeats; repeat++)
         {
-            foreach (var (label, make) in figure.Points)
+            foreach (var (label, runPoint) in figure.Points)
             {
                 for (int k = 0; k < figure.Protocols.Count; k++)
                 {
                     string protocol = figure.Protocols[(k + repeat) % figure.Protocols.Count];
                     double before = LineProbe.RoundTripNanos();
-                    var row = Runner.RunOne(protocol, make, run);
+                    var row = runPoint(protocol, run);
                     double after = LineProbe.RoundTripNanos();
                     runs.Add(new StudyRun(figure.Name, label, protocol, repeat, row, before, after));
                     log($"  {figure.Name} at {label}, {protocol}, repeat {repeat + 1}/{options.Repeats}: {row.Throughput:N0} txn/s, abort rate {row.AbortRate:P1}, " +
@@ -276,7 +283,7 @@ internal static class Study
                                       IReadOnlyList<string> protocols)
     {
         if (options.Threads < 2) return null;
-        var points = rerun.Select(r => ($"{r.Figure} {r.Point}", figures.Single(f => f.Name == r.Figure).Points.Single(p => p.Label == r.Point).Make)).ToList();
+        var points = rerun.Select(r => ($"{r.Figure} {r.Point}", figures.Single(f => f.Name == r.Figure).Points.Single(p => p.Label == r.Point).Run)).ToList();
         return new("one-worker", $"The highest-contention points on one worker (the {options.Threads}-worker ceiling)", "workload", points, protocols,
                    Workers: 1, Rerun: rerun);
     }

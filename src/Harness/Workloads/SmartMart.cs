@@ -95,6 +95,11 @@ internal sealed class SmartMart
     public double SectionTheta { get; }
     public int Carts { get; }
 
+    /// <summary>The most rows a root touches in one container (its context's size): under sync,
+    /// add_items reads each item's location, price and discount and writes its cart line, four
+    /// rows an item, besides the session and the customer's; checkout touches three an item.</summary>
+    public int RowsPerContext => 4 * OrderItems + 16;
+
     public string Describe(SmartMartDeployment deployment, int executors) =>
         FormattableString.Invariant($"SmartMart: {Sections} store sections x {ItemsPerSection:N0} items (paper: 8 x 10,000), history of {HistoryDays} days per item in one row, window {Window}; ") +
         FormattableString.Invariant($"{Groups} group managers, {Carts} carts, {CustomersPerCart} customers per cart; orders of {OrderItems} items over {OrderSections} sections, ") +

@@ -21,7 +21,8 @@ namespace Contend.Harness.Workloads;
 /// <remarks>Across a cluster (<see cref="IPartitionedWorkload"/>) the records are spread by the
 /// cluster's map instead, each partition loading its share, and a transaction's keys fall
 /// wherever the map puts them: with P partitions, most touch several.</remarks>
-internal sealed class Ycsb(long rows, int requests, double readFraction, double theta, int partitions = 1) : IWorkload, IPartitionedWorkload
+/// <param name="table">the table's name: a ReactDB reactor's relation is named "reactor.relation"</param>
+internal sealed class Ycsb(long rows, int requests, double readFraction, double theta, int partitions = 1, string table = "usertable") : IWorkload, IPartitionedWorkload
 {
     public const int RecordSize = 100;
     readonly int _requests = requests;
@@ -41,8 +42,8 @@ internal sealed class Ycsb(long rows, int requests, double readFraction, double 
     public void Load(Database db)
     {
         Prepare();
-        var table = db.Create("usertable", RecordSize, (int)rows);
-        for (long key = 0; key < rows; key++) LoadRecord(table, key);
+        var usertable = db.Create(table, RecordSize, (int)rows);
+        for (long key = 0; key < rows; key++) LoadRecord(usertable, key);
         BuildPrograms(db);
     }
 
@@ -55,9 +56,9 @@ internal sealed class Ycsb(long rows, int requests, double readFraction, double 
         // A hash map's shares differ by a few standard deviations at most: a quarter more than
         // the even share, and a little for small tables, holds any of them.
         long capacity = Math.Min(rows, rows / map.Partitions + rows / map.Partitions / 4 + 1024);
-        var table = db.Create("usertable", RecordSize, (int)capacity);
+        var usertable = db.Create(table, RecordSize, (int)capacity);
         for (long key = 0; key < rows; key++)
-            if (map.PartitionOf(table.Id, key) == partition) LoadRecord(table, key);
+            if (map.PartitionOf(usertable.Id, key) == partition) LoadRecord(usertable, key);
         BuildPrograms(db);
     }
 
@@ -83,7 +84,7 @@ internal sealed class Ycsb(long rows, int requests, double readFraction, double 
         {
             var builder = new ProgramBuilder($"ycsb_{count}", db, 2 * _requests);
             for (int i = 0; i < count; i++)
-                builder.ReadOrWrite($"request{i}", "usertable", KeySource.FromArg(i), _requests + i, Fields.ReadFirst, Fields.IncrementFirst);
+                builder.ReadOrWrite($"request{i}", table, KeySource.FromArg(i), _requests + i, Fields.ReadFirst, Fields.IncrementFirst);
             _programs[count] = builder.BodiesNeverAbort().Build();
         }
     }

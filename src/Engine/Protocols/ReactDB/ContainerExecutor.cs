@@ -80,6 +80,9 @@ internal sealed class ContainerExecutor : TaskScheduler
                 TryExecuteTask(task);
                 continue;
             }
+            // A sub-transaction's caller queues the next piece of work microseconds later (a
+            // continuation, the next call): spin for it before paying the OS's wake-up.
+            if (Spin.BeforeSleeping(_queue, static q => !q.IsEmpty)) continue;
             lock (_gate)
             {
                 // Counted as a sleeper before the last look, so that a task queued after that

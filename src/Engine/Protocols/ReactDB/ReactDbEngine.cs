@@ -31,6 +31,7 @@ internal sealed class ReactDbEngine : IAsyncDisposable
     readonly Database _db;
     readonly ContainerExecutor[] _executors;
     readonly ConcurrentQueue<RootTransaction> _slots = new();
+    readonly RootTransaction[] _roots;
     readonly SemaphoreSlim _free;
     readonly HistoryRecorder? _recorder;
     readonly ConcurrentDictionary<ReactorFunction, TxnProgram> _programs = new();
@@ -65,7 +66,8 @@ internal sealed class ReactDbEngine : IAsyncDisposable
             _executors[c] = new ContainerExecutor(options.Name, c, executors,
                                                   pin ? Enumerable.Range(c * executors, executors).ToArray() : null);
         _recorder = options.RecordHistory ? new HistoryRecorder(options.MaxRootsInFlight * containers) : null;
-        for (int s = 0; s < options.MaxRootsInFlight; s++) _slots.Enqueue(new RootTransaction(s, containers, options, _recorder));
+        _roots = new RootTransaction[options.MaxRootsInFlight];
+        for (int s = 0; s < options.MaxRootsInFlight; s++) _slots.Enqueue(_roots[s] = new RootTransaction(s, containers, options, _recorder));
         _free = new SemaphoreSlim(options.MaxRootsInFlight, options.MaxRootsInFlight);
     }
 
@@ -134,12 +136,14 @@ internal sealed class ReactDbEngine : IAsyncDisposable
             long value = await node.RunLogic(function, args);
             if (!Mutants.CommitBeforeWaiting) await node.ChildrenDone(); // BeginCommit waits for SubTxnsDone
             AbortReason reason;
+            long decided = System.Diagnostics.Stopwatch.GetTimestamp();
             if (node.BeginCommit())
             {
                 reason = root.Reason;
                 root.Abort(Silo, Trace); // AbortAll
             }
             else reason = root.Commit(Silo, Mutants, Trace);
+            root.CountDecision(System.Diagnostics.Stopwatch.GetTimestamp() - decided);
             root.Release(reactor.Container, node);
             if (reason == AbortReason.None)
             {
@@ -190,6 +194,22 @@ internal sealed class ReactDbEngine : IAsyncDisposable
         var counts = new long[_abortsByReason.Length];
         for (int i = 0; i < counts.Length; i++) counts[i] = Volatile.Read(ref _abortsByReason[i]);
         return counts;
+    }
+
+    /// <summary>The mean time, in microseconds, of a root attempt's commit protocol: from
+    /// BeginCommit, once every sub-transaction has completed, to the end of its last WriteStep or
+    /// its AbortAll, over the engine's life (the paper's commit cost, seed 004 Section 4.3); NaN
+    /// before any. Call once no root runs.</summary>
+    public double MeanCommitMicros()
+    {
+        long decisions = 0, ticks = 0;
+        foreach (var root in _roots)
+        {
+            var (d, t) = root.CommitCost;
+            decisions += d;
+            ticks += t;
+        }
+        return decisions == 0 ? double.NaN : ticks * 1e6 / System.Diagnostics.Stopwatch.Frequency / decisions;
     }
 
     /// <summary>Every committed root's reads and writes (with <see cref="ReactDbOptions.RecordHistory"/>),

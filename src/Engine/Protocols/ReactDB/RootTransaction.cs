@@ -26,6 +26,7 @@ internal sealed class RootTransaction
     Exception? _error;
     /// <summary>Nodes of this attempt's tree numbered so far, with a trace.</summary>
     int _traceNodes;
+    long _decisions, _decisionTicks;
 
     /// <param name="slot">the slot's index: its context for container c is worker slot * containers + c</param>
     public RootTransaction(int slot, int containers, ReactDbOptions options, HistoryRecorder? recorder)
@@ -64,6 +65,18 @@ internal sealed class RootTransaction
         ctx.BeginAttempt();
         TxnId = ctx.TxnId;
         _spans[home] = true;
+    }
+
+    /// <summary>Attempts of this slot's roots that ran the commit protocol (to a commit or an
+    /// abort), and the stopwatch ticks it took them; written by the root's thread, read once no
+    /// root runs.</summary>
+    public (long Decisions, long Ticks) CommitCost => (_decisions, _decisionTicks);
+
+    /// <summary>Counts one attempt's commit protocol, which took <paramref name="ticks"/>.</summary>
+    public void CountDecision(long ticks)
+    {
+        _decisions++;
+        _decisionTicks += ticks;
     }
 
     /// <summary>The next node's index in the attempt's tree; called inside the trace's gate.</summary>
