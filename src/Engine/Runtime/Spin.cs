@@ -60,5 +60,14 @@ internal static class Rng
     /// <summary>A double uniform in [0, 1).</summary>
     public static double NextDouble(ref ulong state) => (Next(ref state) >> 11) * (1.0 / (1UL << 53));
 
-    public static ulong Seed(ulong seed, int stream) => seed * 0x2545F4914F6CDD1DUL + (ulong)stream * 0x9E3779B97F4A7C15UL + 1;
+    /// <summary>Stream <paramref name="stream"/>'s first state under <paramref name="seed"/>: the
+    /// two mixed through one step of the generator, so that two streams' states differ by no small
+    /// multiple of its increment. A plain linear start (seed * a + stream * increment) made stream
+    /// s + 2 replay stream s's draws shifted by two: four YCSB callers drew each other's keys, and
+    /// Silo aborted 21 % of its transactions at theta 0 (2026-11-26; 0.0 % with the mixed start).</summary>
+    public static ulong Seed(ulong seed, int stream)
+    {
+        ulong start = seed * 0x2545F4914F6CDD1DUL + (ulong)stream * 0x9E3779B97F4A7C15UL + 1;
+        return Next(ref start);
+    }
 }

@@ -52,7 +52,7 @@ public class ChillerCrashTests(ITestOutputHelper output)
     {
         var lookup = new ChillerLookup(new HashPartitionMap(2));
         for (long a = 0; a < 4; a++) lookup.MarkHot(0, a);
-        return new ChillerOptions(new ClusterTopology(nodes: 2 * replicas, partitions: 2, replicas, replicasApart: true), lookup, Seed: 11)
+        return new ChillerOptions(new ClusterTopology(nodes: 2 * replicas, partitions: 2, replicas, replicasApart: true), lookup, Seed: 14)
         {
             Faults = new NetworkFaults(new LinkFaults(TimeSpan.FromMicroseconds(20), TimeSpan.FromMicroseconds(80), Duplicate: 0.02, Reorder: 0.1)),
             DetectionDelay = TimeSpan.FromMicroseconds(300),
