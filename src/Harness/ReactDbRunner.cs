@@ -38,36 +38,37 @@ internal static class ReactDbRunner
         }
     }
 
+    /// <summary>SmartMart's two roots on a cart's reactor.</summary>
+    sealed class Driver(ReactDbEngine engine, Mart deployed) : IMartDriver
+    {
+        public async ValueTask<MartOutcome> AddItemsAsync(int cart, long[] order)
+        {
+            var r = await engine.ExecuteAsync(deployed.Cart(cart), deployed.AddItems, order).ConfigureAwait(false);
+            return new(r.Outcome.Outcome, r.Outcome.Reason);
+        }
+
+        public async ValueTask<MartOutcome> CheckoutAsync(int cart)
+        {
+            var r = await engine.ExecuteAsync(deployed.Cart(cart), deployed.Checkout, default).ConfigureAwait(false);
+            return new(r.Outcome.Outcome, r.Outcome.Reason);
+        }
+    }
+
     static RunRow Measure(ReactDbEngine engine, SmartMart mart, Mart deployed, SmartMartDeployment deployment, int executors, RunOptions options, long tableBytes)
     {
-        var interactions = new long[mart.Carts];
-        var (total, measured, before, after) = Runner.MeasureCallers(mart.Carts, options, k =>
-        {
-            var client = mart.CreateClient(k, options.Seed);
-            var cart = deployed.Cart(k);
-            return async mine =>
-            {
-                long start = Stopwatch.GetTimestamp();
-                var added = await engine.ExecuteAsync(cart, deployed.AddItems, client.NextOrder()).ConfigureAwait(false);
-                mine.Count(added.Outcome.Outcome, added.Outcome.Reason, start);
-                if (!added.Outcome.Committed) return;
-                start = Stopwatch.GetTimestamp();
-                var bought = await engine.ExecuteAsync(cart, deployed.Checkout, default).ConfigureAwait(false);
-                mine.Count(bought.Outcome.Outcome, bought.Outcome.Reason, start);
-                if (bought.Outcome.Committed) interactions[k]++;
-            };
-        }, engine.ConflictAbortsByReason, reset: k => interactions[k] = 0);
-        long[] aborts = after.Zip(before, (a, b) => a - b).ToArray();
+        var run = MartInteractions.Measure(mart, options, new Driver(engine, deployed), engine.ConflictAbortsByReason);
+        var total = run.Total;
+        long[] aborts = run.After.Zip(run.Before, (a, b) => a - b).ToArray();
         long conflicts = aborts.Sum();
         SerializabilityChecker.Report? report = options.RecordHistory ? SerializabilityChecker.Check(engine.History()) : null;
         double commit = engine.MeanCommitMicros();
-        string detail = string.Create(CultureInfo.InvariantCulture, $"interactions (add_items, then checkout): {interactions.Sum() / measured:N0}/s; commit protocol {commit:F1} us per attempt");
-        return new RunRow(Protocol, "smartmart", mart.Describe(deployment, executors), options.Threads, measured, total.Commits, total.Commits / measured,
+        var shares = new Dictionary<string, double>(run.Latencies) { [CommitMicrosName] = commit };
+        return new RunRow(Protocol, "smartmart", mart.Describe(deployment, executors), options.Threads, run.Seconds, total.Commits, total.Commits / run.Seconds,
                           conflicts / (double)Math.Max(1, total.Commits + total.UserAborts + conflicts), total.UserAborts, Runner.ByReason(aborts),
                           total.LatencyPercentileMicros(50), total.LatencyPercentileMicros(99),
                           report?.Transactions ?? -1, report?.Anomalies.Count ?? -1,
                           Runner.FirstAnomaly(report),
-                          [], tableBytes, new Dictionary<string, double> { [CommitMicrosName] = commit }, detail);
+                          [], tableBytes, shares, string.Create(CultureInfo.InvariantCulture, $"{run.Detail}; commit protocol {commit:F1} us per attempt"));
     }
 
     /// <summary>The share name of a run's mean commit protocol time, in microseconds, per root attempt.</summary>

@@ -245,16 +245,16 @@ public class CommandLineTests
         var (code, output, err) = Contend("study", "reactdb", "--small", "--seconds", "0.1", "--warmup", "0", "--repeats", "1", "--out", dir);
         Assert.True(code == 0, err);
         string results = Path.Combine(dir, "reactdb");
-        foreach (var (figure, points) in new[] { ("parallel-degree", 2), ("order-size", 2), ("delay", 2), ("skew", 2), ("silo", 1) })
+        foreach (var (figure, points, series) in new[] { ("parallel-degree", 2, 2), ("order-size", 2, 2), ("delay", 2, 2), ("skew", 2, 2), ("orleans", 1, 3), ("silo", 1, 2) })
         {
             var lines = File.ReadAllLines(Path.Combine(results, $"{figure}.csv"));
-            Assert.Equal(1 + 2 * points, lines.Length);
+            Assert.Equal(1 + series * points, lines.Length);
             int commit = Array.IndexOf(lines[0].Split(','), "commit_us");
             Assert.True(commit > 0, $"{figure}.csv has no commit_us column: {lines[0]}");
             foreach (var row in lines.Skip(1).Select(l => l.Split(',')))
             {
                 Assert.Equal(figure, row[0]);
-                if (row[2] == "Silo") Assert.Equal("", row[commit]);
+                if (row[2] is "Silo" or "Orleans") Assert.Equal("", row[commit]);
                 else Assert.True(double.Parse(row[commit], CultureInfo.InvariantCulture) > 0, $"{figure}, {row[2]}: commit cost {row[commit]}");
             }
             AssertLineProbed(lines);
@@ -264,6 +264,8 @@ public class CommandLineTests
         string summary = File.ReadAllText(Path.Combine(results, "summary.md"));
         Assert.Contains(">= 1.8x (the bound here: 2x)", summary);
         Assert.Contains("ReactDB sync / Silo, YCSB theta 0.0 | >= 0.95x", summary);
+        Assert.Matches(@"\| ReactDB \((sync|async)\) / Orleans transactions, 2 carts \| >= 10x \| \d", summary);
+        Assert.Matches(@"\| 2 \| Orleans \| [\d,]+ \| [\d,]+ \| [\d,]+ \| [\d,]+ \|", summary);
         Assert.Contains("68.2 us sync, 93.8 us async (Size 8)", output);
         Directory.Delete(dir, recursive: true);
     }

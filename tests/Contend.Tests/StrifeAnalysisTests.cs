@@ -4,6 +4,8 @@ using Contend.Engine.Protocols;
 using Contend.Engine.Protocols.Strife;
 using Contend.Engine.Runtime;
 using Contend.Engine.Storage;
+// The harness's Orleans packages bring a global `using Orleans;`, which has a BatchWorker too.
+using BatchWorker = Contend.Engine.Runtime.BatchWorker;
 
 namespace Contend.Tests;
 

@@ -1,5 +1,6 @@
 using System.Globalization;
 using System.Text;
+using Contend.Harness.Peers;
 using Contend.Harness.Workloads;
 
 namespace Contend.Harness.Studies;
@@ -10,8 +11,9 @@ namespace Contend.Harness.Studies;
 /// store section), one cart driving interactions one at a time as the paper's single worker does;
 /// the speedup against the parallel degree (Figure 6), the order size (Figure 7's sizes), the
 /// application-logic delay (Figure 7's delay variant) and skew over store sections (Figure 12),
-/// with each deployment's commit cost. And the sync deployment against the engine's plain Silo on
-/// the same single-container work (YCSB as one reactor's function), through each engine's front door.
+/// with each deployment's commit cost; the same SmartMart on Orleans transactions (the peer,
+/// <see cref="OrleansRunner"/>), by carts; and the sync deployment against the engine's plain Silo
+/// on the same single-container work (YCSB as one reactor's function), through each engine's front door.
 /// </summary>
 /// <remarks>What is scaled: 1,000 items per section (the paper's 10,000 take 3 GB); the delay
 /// variant's delay is per item and at most 400 us (the paper's is 3 ms), so that a 2 s run holds
@@ -32,6 +34,7 @@ internal static class ReactDbStudy
         double[] skews = options.Small ? [0.01, 5] : [0.01, 0.5, 0.99, 2, 5];
         double[] thetas = options.Small ? [0.0] : [0.0, 0.6, 0.9];
         long rows = options.Small ? 10_000 : 100_000;
+        int[] carts = options.Small ? [2] : [1, 4, 16];
         return
         [
             new("parallel-degree", $"SmartMart, 4 items from each of k store sections (ReactDB's Figure 6), one cart, {options.Threads} workers",
@@ -46,6 +49,9 @@ internal static class ReactDbStudy
             new("skew", $"SmartMart, 32 items, each item's store section drawn by a Zipf law over 8 (ReactDB's Figure 12), one cart, {options.Threads} workers",
                 "Zipf constant over store sections (skew rises to the right)",
                 skews.Select(z => (z.ToString("0.00", CultureInfo.InvariantCulture), Mart(new SmartMart(8, items, 32, 8, 150, 0, 0, carts: 1, sectionTheta: z)))).ToList(), Deployments),
+            new("orleans", $"SmartMart, 32 items over 8 store sections, k carts: ReactDB's two deployments and Orleans transactions (the same reactors as transactional grains), {options.Threads} workers",
+                "carts k, a client each",
+                carts.Select(k => (k.ToString(CultureInfo.InvariantCulture), WithOrleans(new SmartMart(8, items, 32, 8, 150, 0, 0, carts: k)))).ToList(), [Sync, Async, OrleansRunner.Series]),
             new("silo", $"YCSB, {rows:N0} rows, 16 requests, 50% reads, in one container: ReactDB's sync deployment against plain Silo, {YcsbCallers} async callers, {options.Threads} workers",
                 "Zipf theta (contention rises to the right)",
                 thetas.Select(t => (t.ToString("0.0", CultureInfo.InvariantCulture), SingleContainer(rows, t))).ToList(), [ReactDb, Silo]),
@@ -55,6 +61,10 @@ internal static class ReactDbStudy
     /// <summary>A SmartMart point: each deployment over a freshly deployed mart.</summary>
     static PointRun Mart(SmartMart mart) => (deployment, options) =>
         ReactDbRunner.Run(mart, deployment == Sync ? SmartMartDeployment.Sync : SmartMartDeployment.Async, options);
+
+    /// <summary>A SmartMart point with Orleans beside ReactDB's deployments.</summary>
+    static PointRun WithOrleans(SmartMart mart) => (series, options) =>
+        series == OrleansRunner.Series ? OrleansRunner.Run(mart, options) : Mart(mart)(series, options);
 
     /// <summary>A YCSB point: ReactDB's sync deployment, or Silo through <see cref="Contend.Engine.Runtime.ContendEngine"/>.</summary>
     static PointRun SingleContainer(long rows, double theta) => (series, options) => series == Silo
@@ -73,11 +83,19 @@ internal static class ReactDbStudy
     static string Ratios(Figure figure, IReadOnlyList<StudyPoint> points)
     {
         var sb = Study.RatioTable(figure);
-        var (a, b) = figure.Name == "silo" ? (ReactDb, Silo) : (Async, Sync);
-        sb.Append($"| {a} / {b} |");
-        foreach (var (label, _) in figure.Points)
-            sb.Append($" {Study.Times(Ratio(points, figure.Name, label, a, b))} |");
-        sb.AppendLine();
+        var pairs = figure.Name switch
+        {
+            "silo" => new[] { (ReactDb, Silo) },
+            "orleans" => [(Async, Sync), (Sync, OrleansRunner.Series), (Async, OrleansRunner.Series)],
+            _ => [(Async, Sync)],
+        };
+        foreach (var (a, b) in pairs)
+        {
+            sb.Append($"| {a} / {b} |");
+            foreach (var (label, _) in figure.Points)
+                sb.Append($" {Study.Times(Ratio(points, figure.Name, label, a, b))} |");
+            sb.AppendLine();
+        }
         sb.AppendLine();
         return sb.ToString();
     }
@@ -110,6 +128,12 @@ internal static class ReactDbStudy
                       $"{Cell(points, "delay", delay, Async, Sync, 1.8)} | {Cell(fast, "delay", delay, Async, Sync, 1.8)} | 6.8x (Size 8 Delay, 3 ms) |");
         sb.AppendLine($"| async / sync, {degree} sections of 4 items | | {Cell(points, "parallel-degree", degree, Async, Sync, 1.8)} | {Cell(fast, "parallel-degree", degree, Async, Sync, 1.8)} | 3.2x (Figure 6, 32 items) |");
         sb.AppendLine($"| async / sync, {size} items over 8 sections | | {Cell(points, "order-size", size, Async, Sync, 1.8)} | {Cell(fast, "order-size", size, Async, Sync, 1.8)} | 4.67x (Size 64); 3.66x (Size 32), 1.52x (Size 8) |");
+        foreach (string k in points.Where(p => p.Figure == "orleans").Select(p => p.Point).Distinct())
+        {
+            string best = points.Where(p => p.Figure == "orleans" && p.Point == k && p.Protocol != OrleansRunner.Series).MaxBy(p => p.Throughput)!.Protocol;
+            sb.AppendLine($"| ReactDB ({best}) / Orleans transactions, {k} carts | >= 10x | {Cell(points, "orleans", k, best, OrleansRunner.Series, 10)} | " +
+                          $"{Cell(fast, "orleans", k, best, OrleansRunner.Series, 10)} | (not in the paper; Orleans users report thousands of two-grain transactions per second) |");
+        }
         foreach (string theta in points.Where(p => p.Figure == "silo").Select(p => p.Point).Distinct())
             sb.AppendLine($"| ReactDB sync / Silo, YCSB theta {theta} | >= 0.95x | {Cell(points, "silo", theta, ReactDb, Silo, 0.95)} | {Cell(fast, "silo", theta, ReactDb, Silo, 0.95)} | (no such comparison) |");
         sb.AppendLine();
@@ -121,6 +145,14 @@ internal static class ReactDbStudy
         foreach (string label in points.Where(p => p.Figure == "order-size").Select(p => p.Point).Distinct())
             sb.AppendLine(string.Create(CultureInfo.InvariantCulture,
                 $"| {label} items over 8 sections | {Commit(points, "order-size", label, Sync):F1} us | {Commit(points, "order-size", label, Async):F1} us | {(label == first && label == "8" ? "68.2 us sync, 93.8 us async (Size 8)" : "")} |"));
+        sb.AppendLine();
+        sb.AppendLine("Each function's latency against Orleans transactions (orleans.csv; medians over the repeats of each run's percentiles), microseconds:");
+        sb.AppendLine();
+        sb.AppendLine("| carts | series | add_items p50 | add_items p99 | checkout p50 | checkout p99 |");
+        sb.AppendLine("| --- | --- | ---: | ---: | ---: | ---: |");
+        foreach (var p in points.Where(p => p.Figure == "orleans"))
+            sb.AppendLine(string.Create(CultureInfo.InvariantCulture,
+                $"| {p.Point} | {p.Protocol} | {p.Share(MartInteractions.AddItemsP50):N0} | {p.Share(MartInteractions.AddItemsP99):N0} | {p.Share(MartInteractions.CheckoutP50):N0} | {p.Share(MartInteractions.CheckoutP99):N0} |"));
         sb.AppendLine();
         sb.AppendLine("The async deployment runs 9 executor threads (8 sections and one for the rest) on this machine's cores: with 2 cores, no speedup can pass 2x, " +
                       "and a section's work waits for a core as often as it runs. The paper's figures are from 8 sections on 8 cores of their own.");
