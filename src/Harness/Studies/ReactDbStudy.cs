@@ -93,16 +93,12 @@ internal static class ReactDbStudy
         {
             sb.Append($"| {a} / {b} |");
             foreach (var (label, _) in figure.Points)
-                sb.Append($" {Study.Times(Ratio(points, figure.Name, label, a, b))} |");
+                sb.Append($" {Study.Times(Study.Ratio(points, figure.Name, label, a, b))} |");
             sb.AppendLine();
         }
         sb.AppendLine();
         return sb.ToString();
     }
-
-    static double Ratio(IReadOnlyList<StudyPoint> points, string figure, string label, string a, string b) =>
-        points.Single(p => p.Figure == figure && p.Point == label && p.Protocol == a).Throughput /
-        points.Single(p => p.Figure == figure && p.Point == label && p.Protocol == b).Throughput;
 
     static double Commit(IReadOnlyList<StudyPoint> points, string figure, string label, string deployment) =>
         points.Single(p => p.Figure == figure && p.Point == label && p.Protocol == deployment).Share(ReactDbRunner.CommitMicrosName);
@@ -113,7 +109,7 @@ internal static class ReactDbStudy
         string Cell(IReadOnlyList<StudyPoint> from, string figure, string label, string a, string b, double goal)
         {
             if (!from.Any(p => p.Figure == figure && p.Point == label && !double.IsNaN(p.Throughput))) return "- (no runs)";
-            double r = Ratio(from, figure, label, a, b);
+            double r = Study.Ratio(from, figure, label, a, b);
             return double.IsNaN(r) ? "- (no runs)" : $"{Study.Times(r)} ({Met(r, goal)})";
         }
         string Label(string figure, int i) => i < 0 ? points.Where(p => p.Figure == figure).Select(p => p.Point).Distinct().Last()

@@ -54,30 +54,26 @@ internal static class StealDbStudy
         {
             sb.Append($"| StealDB / {baseline} |");
             foreach (var (label, _) in figure.Points)
-                sb.Append($" {Study.Times(Ratio(points, figure.Name, label, "StealDB", baseline))} |");
+                sb.Append($" {Study.Times(Study.Ratio(points, figure.Name, label, "StealDB", baseline))} |");
             sb.AppendLine();
         }
         sb.AppendLine();
         return sb.ToString();
     }
 
-    static double Ratio(IReadOnlyList<StudyPoint> points, string figure, string label, string a, string b) =>
-        points.Single(p => p.Figure == figure && p.Point == label && p.Protocol == a).Throughput /
-        points.Single(p => p.Figure == figure && p.Point == label && p.Protocol == b).Throughput;
-
     static string Verdict(IReadOnlyList<StudyPoint> points, IReadOnlyList<StudyPoint> fast, IReadOnlyList<Figure> figures, int workers)
     {
         var micro = points.Where(p => p.Figure == "micro").ToList();
         string hottest = micro[0].Point, coldest = micro[^1].Point;
-        double high = Ratio(points, "micro", hottest, "StealDB", "StealDBNoSteal");
-        double low = Ratio(points, "micro", coldest, "StealDB", "StealDBNoSteal");
-        double highMcs = Ratio(points, "micro", hottest, "StealDB", "Mcs");
-        double lowMcs = Ratio(points, "micro", coldest, "StealDB", "Mcs");
+        double high = Study.Ratio(points, "micro", hottest, "StealDB", "StealDBNoSteal");
+        double low = Study.Ratio(points, "micro", coldest, "StealDB", "StealDBNoSteal");
+        double highMcs = Study.Ratio(points, "micro", hottest, "StealDB", "Mcs");
+        double lowMcs = Study.Ratio(points, "micro", coldest, "StealDB", "Mcs");
         var neworder = points.Where(p => p.Figure == "neworder").ToList();
-        double tpcc = Ratio(points, "neworder", neworder[0].Point, "StealDB", "StealDBNoSteal");
-        double fastHigh = Ratio(fast, "micro", hottest, "StealDB", "StealDBNoSteal");
-        double fastLow = Ratio(fast, "micro", coldest, "StealDB", "StealDBNoSteal");
-        double fastTpcc = Ratio(fast, "neworder", neworder[0].Point, "StealDB", "StealDBNoSteal");
+        double tpcc = Study.Ratio(points, "neworder", neworder[0].Point, "StealDB", "StealDBNoSteal");
+        double fastHigh = Study.Ratio(fast, "micro", hottest, "StealDB", "StealDBNoSteal");
+        double fastLow = Study.Ratio(fast, "micro", coldest, "StealDB", "StealDBNoSteal");
+        double fastTpcc = Study.Ratio(fast, "neworder", neworder[0].Point, "StealDB", "StealDBNoSteal");
         static string Met(double r, double goal) => r >= goal ? "met" : "NOT met";
         static string Fast(double r, double goal) => double.IsNaN(r) ? "- (no runs)" : $"{Study.Times(r)} StealDBNoSteal ({Met(r, goal)})";
         var sb = new StringBuilder();

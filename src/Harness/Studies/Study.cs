@@ -99,6 +99,11 @@ internal static class Study
     public static List<StudyRun> InFastWindow(IEnumerable<StudyRun> runs, double limit) =>
         runs.Where(r => r.LineBefore <= limit && r.LineAfter <= limit).ToList();
 
+    /// <summary>Series <paramref name="a"/>'s median throughput over <paramref name="b"/>'s at one point of a figure.</summary>
+    public static double Ratio(IReadOnlyList<StudyPoint> points, string figure, string label, string a, string b) =>
+        points.Single(p => p.Figure == figure && p.Point == label && p.Protocol == a).Throughput /
+        points.Single(p => p.Figure == figure && p.Point == label && p.Protocol == b).Throughput;
+
     /// <summary>A ratio as the summaries print it; "-" where a side had no run (NaN).</summary>
     public static string Times(double ratio) =>
         double.IsNaN(ratio) ? "-" : ratio.ToString("0.00", CultureInfo.InvariantCulture) + "x";

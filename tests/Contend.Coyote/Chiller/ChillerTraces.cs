@@ -98,21 +98,15 @@ public static class ChillerTraces
         int missing = 0;
         foreach (var c in Cases)
         {
-            Recorded? found = null;
-            int seed = 1;
-            for (; seed <= MaxSeeds && found is null; seed++)
-            {
-                var run = RunSeed(c, seed);
-                if (c.Wanted(run.Events)) found = run;
-            }
-            if (found is null)
+            if (TraceFiles.FirstShowing(MaxSeeds, seed => RunSeed(c, seed), run => c.Wanted(run.Events)) is not var (seed, found))
             {
                 log.WriteLine($"FAIL {c.Name}: no seed in 1..{MaxSeeds} gives a run that shows: {c.Shows}");
                 missing++;
                 continue;
             }
-            models.Add(Emit(dir, c, seed - 1, found));
-            log.WriteLine($"ok   {c.Name}: seed {seed - 1}, {found.Events.Count} steps ({c.Shows})");
+            var (module, steps) = Module(c, seed, found);
+            models.Add(TraceFiles.Write(dir, c.Name, module, Config(c), c.Twin, $"{c.Shows}; seed {seed}, {steps} steps"));
+            log.WriteLine($"ok   {c.Name}: seed {seed}, {found.Events.Count} steps ({c.Shows})");
         }
         return missing;
     }
@@ -148,20 +142,6 @@ public static class ChillerTraces
         if (!c.Twin && (result.Run.Atomicity.Count > 0 || result.Run.Unfinished.Count > 0 || result.ReplicaDisagreements.Count > 0))
             throw new InvalidOperationException($"{c.Name}, seed {seed}: {result.Run.Atomicity.Concat(result.Run.Unfinished).Concat(result.ReplicaDisagreements).First()}");
         return new Recorded(events, args, topology);
-    }
-
-    static object Emit(string dir, TraceCase c, int seed, Recorded run)
-    {
-        string spec = Path.GetFullPath(Path.Combine(dir, c.Name + ".tla")), cfg = Path.GetFullPath(Path.Combine(dir, c.Name + ".cfg"));
-        var (module, steps) = Module(c, seed, run);
-        File.WriteAllText(spec, module);
-        File.WriteAllText(cfg, Config(c));
-        string note = $"{c.Shows}; seed {seed}, {steps} steps";
-        return c.Twin
-            ? new { name = c.Name, spec, cfg, expect = "pass", deadlock = false, note,
-                    vacuity = "a twin's trace: it passes when no behaviour of Spec matches the whole trace" }
-            : new { name = c.Name, spec, cfg, expect = "pass", deadlock = false, note,
-                    reaches = new[] { "TraceMatchedReachable" } };
     }
 
     static string Config(TraceCase c) => $"""
@@ -234,9 +214,7 @@ public static class ChillerTraces
         var keys = attempts.SelectMany(a => run.Args[a.Key].Take(2)).Distinct().Order().ToList();
         string KeySet(long txn) => $"{{{string.Join(", ", run.Args[txn].Take(2).Distinct())}}}";
         var sb = new StringBuilder();
-        string title = $" MODULE {c.Name} ";
-        int pad = Math.Max(4, 77 - title.Length);
-        sb.Append('-', pad / 2).Append(title).Append('-', pad - pad / 2).Append('\n');
+        TraceFiles.AppendTitle(sb, c.Name);
         sb.Append($"\\* Recorded by tests/Contend.Coyote (traces), not written by hand: {c.Shows}.\n");
         sb.Append($"\\* {c.Replicas} copies a partition, mutant {c.Mutant}, seed {seed}. Transactions are the engine's attempts:\n");
         foreach (var (txn, n) in attempts) sb.Append($"\\*   {n} = {ClusterTxnId.Describe(txn)}: transfer {run.Args[txn][2]} from account {run.Args[txn][0]} to {run.Args[txn][1]}\n");

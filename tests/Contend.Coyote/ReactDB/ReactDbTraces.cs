@@ -129,21 +129,15 @@ public static class ReactDbTraces
         int missing = 0;
         foreach (var c in Cases)
         {
-            List<ReactDbEvent>? found = null;
-            int seed = 1;
-            for (; seed <= MaxSeeds && found is null; seed++)
-            {
-                var events = RunSeed(c, seed);
-                if (c.Wanted(events)) found = events;
-            }
-            if (found is null)
+            if (TraceFiles.FirstShowing(MaxSeeds, seed => RunSeed(c, seed), c.Wanted) is not var (seed, events))
             {
                 log.WriteLine($"FAIL {c.Name}: no seed in 1..{MaxSeeds} gives a run that shows: {c.Shows}");
                 missing++;
                 continue;
             }
-            models.Add(Emit(dir, c, seed - 1, found));
-            log.WriteLine($"ok   {c.Name}: seed {seed - 1}, {found.Count} steps ({c.Shows})");
+            var (module, steps) = Module(c, seed, events);
+            models.Add(TraceFiles.Write(dir, c.Name, module, Config(c), c.Twin, $"{c.Shows}; Coyote seed {seed}, {steps} steps"));
+            log.WriteLine($"ok   {c.Name}: seed {seed}, {steps} steps ({c.Shows})");
         }
         return missing;
     }
@@ -262,20 +256,6 @@ public static class ReactDbTraces
         await Finish(engine, mutants);
     }
 
-    static object Emit(string dir, TraceCase c, int seed, List<ReactDbEvent> events)
-    {
-        string spec = Path.GetFullPath(Path.Combine(dir, c.Name + ".tla")), cfg = Path.GetFullPath(Path.Combine(dir, c.Name + ".cfg"));
-        var (module, steps) = Module(c, seed, events);
-        File.WriteAllText(spec, module);
-        File.WriteAllText(cfg, Config(c));
-        string note = $"{c.Shows}; Coyote seed {seed}, {steps} steps";
-        return c.Twin
-            ? new { name = c.Name, spec, cfg, expect = "pass", deadlock = false, note,
-                    vacuity = "a twin's trace: it passes when no behaviour of Spec matches the whole trace" }
-            : new { name = c.Name, spec, cfg, expect = "pass", deadlock = false, note,
-                    reaches = new[] { "TraceMatchedReachable" } };
-    }
-
     static string Config(TraceCase c) => """
         CONSTANTS
             Root <- TraceRoot
@@ -348,9 +328,7 @@ public static class ReactDbTraces
             if (!reactorOf.ContainsKey(n)) throw new InvalidOperationException($"{c.Name}, seed {seed}: node {n} took no step that names its reactor");
         string Seq(IEnumerable<string> items) => "<< " + string.Join(", ", items) + " >>";
         var sb = new StringBuilder();
-        string title = $" MODULE {c.Name} ";
-        int pad = Math.Max(4, 77 - title.Length);
-        sb.Append('-', pad / 2).Append(title).Append('-', pad - pad / 2).Append('\n');
+        TraceFiles.AppendTitle(sb, c.Name);
         sb.Append($"\\* Recorded by tests/Contend.Coyote (traces), not written by hand: {c.Shows}.\n");
         sb.Append($"\\* Mutant {c.Mutant}, Coyote seed {seed}. Nodes, numbered in order of appearance:\n");
         foreach (var ((root, node), n) in nodes) sb.Append($"\\*   {n} = attempt {root:x}'s node {node}\n");

@@ -138,18 +138,8 @@ public static class StealDbTraces
     }
 
     /// <summary>Writes the run's module and config; returns its manifest entry.</summary>
-    static object Emit(string dir, TraceCase c, int seed, List<StealDbEvent> events, Dictionary<long, int> rowKeys)
-    {
-        string spec = Path.GetFullPath(Path.Combine(dir, c.Name + ".tla")), cfg = Path.GetFullPath(Path.Combine(dir, c.Name + ".cfg"));
-        File.WriteAllText(spec, Module(c, seed, events, rowKeys));
-        File.WriteAllText(cfg, Config(c));
-        string note = $"{c.Shows}; Coyote seed {seed}, {events.Count} steps";
-        return c.Twin
-            ? new { name = c.Name, spec, cfg, expect = "pass", deadlock = false, note,
-                    vacuity = "a twin's trace: it passes when no behaviour of Spec matches the whole trace" }
-            : new { name = c.Name, spec, cfg, expect = "pass", deadlock = false, note,
-                    reaches = new[] { "TraceMatchedReachable" } };
-    }
+    static object Emit(string dir, TraceCase c, int seed, List<StealDbEvent> events, Dictionary<long, int> rowKeys) =>
+        TraceFiles.Write(dir, c.Name, Module(c, seed, events, rowKeys), Config(c), c.Twin, $"{c.Shows}; Coyote seed {seed}, {events.Count} steps");
 
     /// <summary>The first run that shows what the case is about, skipping the seeds an earlier case
     /// of the same workload took (the same seed would record the same run).</summary>
@@ -242,9 +232,7 @@ public static class StealDbTraces
         var recs = worker.SelectMany(w => c.Workload[(int)(w.Tid & 0xFF)].Ops.Select(o => Rec(o.Row))).Distinct();
 
         var sb = new StringBuilder();
-        string title = $" MODULE {c.Name} ";
-        int pad = Math.Max(4, 77 - title.Length);
-        sb.Append('-', pad / 2).Append(title).Append('-', pad - pad / 2).Append('\n');
+        TraceFiles.AppendTitle(sb, c.Name);
         sb.Append($"\\* Recorded by tests/Contend.Coyote (traces), not written by hand: {c.Shows}.\n");
         sb.Append($"\\* Workload {WorkloadName(c.Workload)}, policy {c.Policy}, mutant {c.Mutant}, Coyote seed {seed}.\n");
         sb.Append("\\* Transactions are the engine's attempts, numbered in order of appearance:\n");
