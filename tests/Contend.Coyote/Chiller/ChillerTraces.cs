@@ -27,7 +27,7 @@ namespace Contend.Coyote.Chiller;
 public static class ChillerTraces
 {
     sealed record TraceCase(string Name, int Replicas, ChillerMutants Mutant, ChillerCrash[] Crashes, string Shows,
-                            Func<List<ChillerEvent>, bool> Wanted, IReadOnlyList<int>? CoordinatorNodes = null)
+                            Func<List<ChillerEvent>, bool> Wanted, IReadOnlyList<int>? CoordinatorNodes = null) : TraceFiles.ITraceCase
     {
         public bool Twin => Mutant != ChillerMutants.None;
     }
@@ -92,24 +92,12 @@ public static class ChillerTraces
 
     /// <summary>Records every case into <paramref name="dir"/>, adding each one's manifest entry to
     /// <paramref name="models"/>; the number of cases no seed showed.</summary>
-    public static int Write(string dir, TextWriter log, List<object> models)
-    {
-        Directory.CreateDirectory(dir);
-        int missing = 0;
-        foreach (var c in Cases)
+    public static int Write(string dir, TextWriter log, List<object> models) =>
+        TraceFiles.WriteCases(dir, log, models, Cases, MaxSeeds, "seed", RunSeed, (c, run) => c.Wanted(run.Events), (c, seed, run) =>
         {
-            if (TraceFiles.FirstShowing(MaxSeeds, seed => RunSeed(c, seed), run => c.Wanted(run.Events)) is not var (seed, found))
-            {
-                log.WriteLine($"FAIL {c.Name}: no seed in 1..{MaxSeeds} gives a run that shows: {c.Shows}");
-                missing++;
-                continue;
-            }
-            var (module, steps) = Module(c, seed, found);
-            models.Add(TraceFiles.Write(dir, c.Name, module, Config(c), c.Twin, $"{c.Shows}; seed {seed}, {steps} steps"));
-            log.WriteLine($"ok   {c.Name}: seed {seed}, {found.Events.Count} steps ({c.Shows})");
-        }
-        return missing;
-    }
+            var (module, steps) = Module(c, seed, run);
+            return new TraceFiles.RecordedModule(module, Config(c), steps);
+        });
 
     sealed record Recorded(List<ChillerEvent> Events, Dictionary<long, long[]> Args, ClusterTopology Topology);
 

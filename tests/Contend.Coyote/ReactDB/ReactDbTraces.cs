@@ -21,7 +21,7 @@ namespace Contend.Coyote.ReactDB;
 public static class ReactDbTraces
 {
     sealed record TraceCase(string Name, Func<ReactDbMutants, ReactDbTrace, Task> Workload, ReactDbMutants Mutant, string Shows,
-                            Func<List<ReactDbEvent>, bool> Wanted)
+                            Func<List<ReactDbEvent>, bool> Wanted) : TraceFiles.ITraceCase
     {
         public bool Twin => Mutant != ReactDbMutants.None;
     }
@@ -123,24 +123,12 @@ public static class ReactDbTraces
 
     /// <summary>Records every case into <paramref name="dir"/>, adding each one's manifest entry to
     /// <paramref name="models"/>; the number of cases no seed showed.</summary>
-    public static int Write(string dir, TextWriter log, List<object> models)
-    {
-        Directory.CreateDirectory(dir);
-        int missing = 0;
-        foreach (var c in Cases)
+    public static int Write(string dir, TextWriter log, List<object> models) =>
+        TraceFiles.WriteCases(dir, log, models, Cases, MaxSeeds, "Coyote seed", RunSeed, (c, events) => c.Wanted(events), (c, seed, events) =>
         {
-            if (TraceFiles.FirstShowing(MaxSeeds, seed => RunSeed(c, seed), c.Wanted) is not var (seed, events))
-            {
-                log.WriteLine($"FAIL {c.Name}: no seed in 1..{MaxSeeds} gives a run that shows: {c.Shows}");
-                missing++;
-                continue;
-            }
             var (module, steps) = Module(c, seed, events);
-            models.Add(TraceFiles.Write(dir, c.Name, module, Config(c), c.Twin, $"{c.Shows}; Coyote seed {seed}, {steps} steps"));
-            log.WriteLine($"ok   {c.Name}: seed {seed}, {steps} steps ({c.Shows})");
-        }
-        return missing;
-    }
+            return new TraceFiles.RecordedModule(module, Config(c), steps);
+        });
 
     /// <summary>One Coyote schedule of the case's workload, recorded.</summary>
     static List<ReactDbEvent> RunSeed(TraceCase c, int seed)

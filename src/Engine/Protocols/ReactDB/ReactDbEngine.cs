@@ -226,6 +226,5 @@ internal sealed class ReactDbEngine : IAsyncDisposable
         _db.Release();
         _db.Dispose();
         _free.Release(_options.MaxRootsInFlight); // calls still waiting for a slot wake up, find the engine closed, and throw
-
     }
 }
