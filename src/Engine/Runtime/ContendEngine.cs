@@ -48,8 +48,8 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
     readonly IProtocol _protocol;
     readonly ConcurrentQueue<EngineRequest> _queue = new();
     /// <summary>Requests of the async path whose callers have read their results.</summary>
-    readonly ConcurrentQueue<PooledRequest> _pool = new();
-    readonly Action<PooledRequest> _giveBack;
+    readonly ConcurrentQueue<EngineRequest> _pool = new();
+    readonly Action<EngineRequest> _giveBack;
     /// <summary>Its Quota is the count of accepted requests no worker has taken yet; its
     /// Timestamps serve WaitDie's ages.</summary>
     readonly RunControl _control = new(WorkerPool.Measure, 0);
@@ -247,14 +247,14 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
 
     EngineRequest Rent()
     {
-        if (_taskRequests) return new TaskRequest();
-        return _pool.TryDequeue(out var pooled) ? pooled : new PooledRequest(_giveBack);
+        if (_taskRequests) return new EngineRequest(giveBack: null);
+        return _pool.TryDequeue(out var pooled) ? pooled : new EngineRequest(_giveBack);
     }
 
     /// <summary>A request that was never queued goes back to the pool unanswered.</summary>
     void GiveBack(EngineRequest request)
     {
-        if (request is PooledRequest pooled) _pool.Enqueue(pooled);
+        if (request.Pooled) _pool.Enqueue(request);
     }
 
     /// <summary>Queues a request that holds a slot of the queue; returns why not when the engine

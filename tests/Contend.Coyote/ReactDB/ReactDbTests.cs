@@ -65,7 +65,7 @@ public static class ReactDbTests
     }
 
     static ReactDbEngine Engine(ReactorDeployment deployment, ReactDbMutants mutants, int? maxAttempts = null) =>
-        new(deployment, new ReactDbOptions { ExecutorsPerContainer = 1, RecordHistory = true, MaxRootsInFlight = 4, MaxAttempts = maxAttempts }, mutants);
+        new(deployment, new ReactDbOptions { ExecutorsPerContainer = 1, RecordHistory = true, MaxRootsInFlight = 4, MaxAttempts = maxAttempts }, mutants, taskAnswers: true);
 
     internal static long Add(Span<byte> row, long amount)
     {

@@ -146,7 +146,7 @@ public static class ReactDbTraces
     }
 
     static ReactDbEngine Engine(ReactorDeployment deployment, ReactDbMutants mutants, ReactDbTrace trace, int executors = 1) =>
-        new(deployment, new ReactDbOptions { ExecutorsPerContainer = executors, RecordHistory = true, MaxRootsInFlight = 4 }, mutants) { Trace = trace };
+        new(deployment, new ReactDbOptions { ExecutorsPerContainer = executors, RecordHistory = true, MaxRootsInFlight = 4 }, mutants, taskAnswers: true) { Trace = trace };
 
     /// <summary>Checks the run's history (a correct protocol's must be serializable), then disposes the engine.</summary>
     static async Task Finish(ReactDbEngine engine, ReactDbMutants mutants)
@@ -186,7 +186,7 @@ public static class ReactDbTraces
     static async Task BlindWrite(ReactDbMutants mutants, ReactDbTrace trace)
     {
         var deployment = Bank(2);
-        var engine = new ReactDbEngine(deployment, new ReactDbOptions { RecordHistory = true, MaxRootsInFlight = 4, MaxAttempts = 1 }, mutants) { Trace = trace };
+        var engine = new ReactDbEngine(deployment, new ReactDbOptions { RecordHistory = true, MaxRootsInFlight = 4, MaxAttempts = 1 }, mutants, taskAnswers: true) { Trace = trace };
         var (a0, a1) = (deployment.Reactors[0], deployment.Reactors[1]);
         var t = new ReactorFunction("readXOverwriteW", async (call, _) =>
         {

@@ -33,6 +33,11 @@ internal sealed class ReactDbEngine : IAsyncDisposable
     readonly ConcurrentQueue<RootTransaction> _slots = new();
     readonly RootTransaction[] _roots;
     readonly SemaphoreSlim _free;
+    /// <summary>Answers whose callers have read them.</summary>
+    readonly ConcurrentQueue<PooledAnswer<ReactorResult>> _answers = new();
+    readonly Action<PooledAnswer<ReactorResult>> _giveBack;
+    readonly Action<object?> _runRoot;
+    readonly bool _taskAnswers;
     readonly HistoryRecorder? _recorder;
     readonly ConcurrentDictionary<ReactorFunction, TxnProgram> _programs = new();
     long _timestamps;
@@ -43,12 +48,13 @@ internal sealed class ReactDbEngine : IAsyncDisposable
     /// <summary>Claims the deployment's database (every table made and loaded) and starts the executors.</summary>
     /// <exception cref="ArgumentException">an option out of range, named</exception>
     /// <exception cref="InvalidOperationException">another engine serves the database</exception>
-    public ReactDbEngine(ReactorDeployment deployment, ReactDbOptions options) : this(deployment, options, ReactDbMutants.None)
+    public ReactDbEngine(ReactorDeployment deployment, ReactDbOptions options) : this(deployment, options, ReactDbMutants.None, taskAnswers: false)
     {
     }
 
     /// <param name="mutants">broken steps, for the tests that must catch them</param>
-    internal ReactDbEngine(ReactorDeployment deployment, ReactDbOptions options, ReactDbMutants mutants)
+    /// <param name="taskAnswers">answer through tasks, which Coyote's scheduler controls</param>
+    internal ReactDbEngine(ReactorDeployment deployment, ReactDbOptions options, ReactDbMutants mutants, bool taskAnswers)
     {
         ArgumentNullException.ThrowIfNull(deployment);
         ArgumentNullException.ThrowIfNull(options);
@@ -69,6 +75,9 @@ internal sealed class ReactDbEngine : IAsyncDisposable
         _roots = new RootTransaction[options.MaxRootsInFlight];
         for (int s = 0; s < options.MaxRootsInFlight; s++) _slots.Enqueue(_roots[s] = new RootTransaction(s, containers, options, _recorder));
         _free = new SemaphoreSlim(options.MaxRootsInFlight, options.MaxRootsInFlight);
+        _giveBack = _answers.Enqueue;
+        _runRoot = root => _ = RunRoot((RootTransaction)root!);
+        _taskAnswers = taskAnswers;
     }
 
     /// <summary>The participant every container's context commits through: Silo's phases.</summary>
@@ -88,42 +97,79 @@ internal sealed class ReactDbEngine : IAsyncDisposable
 
     /// <summary>
     /// Runs <paramref name="function"/> on <paramref name="reactor"/> as a root transaction, from any
-    /// thread; completes when it has committed or aborted. Waits (without blocking a thread) while
-    /// <see cref="ReactDbOptions.MaxRootsInFlight"/> roots run.
+    /// thread; completes when it has committed or aborted, and the caller's continuation runs on the
+    /// thread pool, never on an executor. Waits (without blocking a thread) while
+    /// <see cref="ReactDbOptions.MaxRootsInFlight"/> roots run. Await the task once.
     /// </summary>
     /// <exception cref="TransactionFailedException">a function of its tree threw; the attempt was undone</exception>
     /// <exception cref="OperationCanceledException">the token was cancelled before the root started, or before a retry</exception>
-    public async ValueTask<ReactorResult> ExecuteAsync(Reactor reactor, ReactorFunction function, ReadOnlyMemory<long> args, CancellationToken cancel = default)
+    public ValueTask<ReactorResult> ExecuteAsync(Reactor reactor, ReactorFunction function, ReadOnlyMemory<long> args, CancellationToken cancel = default)
     {
         ArgumentNullException.ThrowIfNull(reactor);
         ArgumentNullException.ThrowIfNull(function);
         if (reactor.Deployment != _deployment)
             throw new ArgumentException($"engine {_options.Name}: reactor {reactor.Name} is of another deployment", nameof(reactor));
-        ObjectDisposedException.ThrowIf(Volatile.Read(ref _closed) != 0, this);
+        if (Volatile.Read(ref _closed) != 0) return ValueTask.FromException<ReactorResult>(new ObjectDisposedException(nameof(ReactDbEngine), $"engine {_options.Name} is closed"));
+        if (cancel.IsCancellationRequested) return ValueTask.FromCanceled<ReactorResult>(cancel);
+        return _free.Wait(0) ? Start(reactor, function, args, cancel) : WhenFreeAsync(reactor, function, args, cancel);
+    }
+
+    async ValueTask<ReactorResult> WhenFreeAsync(Reactor reactor, ReactorFunction function, ReadOnlyMemory<long> args, CancellationToken cancel)
+    {
         await _free.WaitAsync(cancel).ConfigureAwait(false);
+        return await Start(reactor, function, args, cancel).ConfigureAwait(false);
+    }
+
+    /// <summary>Submit: the caller holds a slot of <see cref="_free"/>; queues the root on its
+    /// reactor's container, which gives the slot back when the root has ended.</summary>
+    ValueTask<ReactorResult> Start(Reactor reactor, ReactorFunction function, ReadOnlyMemory<long> args, CancellationToken cancel)
+    {
         if (Volatile.Read(ref _closed) != 0)
         {
             _free.Release(); // a call that waited while the engine closed gets its slot back from the disposal, and leaves
-            throw new ObjectDisposedException(nameof(ReactDbEngine), $"engine {_options.Name} closed while the call waited for a slot: the transaction did not run");
+            return ValueTask.FromException<ReactorResult>(
+                new ObjectDisposedException(nameof(ReactDbEngine), $"engine {_options.Name} closed while the call waited for a slot: the transaction did not run"));
         }
         _slots.TryDequeue(out var root);
-        try
-        {
-            var program = _programs.GetOrAdd(function, f => TxnProgram.OfCode(f.Name, _db));
-            return await Task.Factory.StartNew(() => RunRoot(root!, reactor, function, program, args, cancel), CancellationToken.None,
-                                               TaskCreationOptions.DenyChildAttach, _executors[reactor.Container]).Unwrap().ConfigureAwait(false);
-        }
-        finally
-        {
-            _slots.Enqueue(root!);
-            _free.Release();
-        }
+        Answer<ReactorResult> answer = _taskAnswers ? new TaskAnswer<ReactorResult>()
+                                     : _answers.TryDequeue(out var pooled) ? pooled : new PooledAnswer<ReactorResult>(_giveBack, "ReactDbEngine.ExecuteAsync");
+        var program = _programs.GetOrAdd(function, f => TxnProgram.OfCode(f.Name, _db));
+        root!.Call = new RootCall(reactor, function, program, args, cancel, answer);
+        var task = answer.Task; // before the root is queued: it may end at once
+        Task.Factory.StartNew(_runRoot, root, CancellationToken.None, TaskCreationOptions.DenyChildAttach, _executors[reactor.Container]);
+        return task;
     }
 
     /// <summary>The root's thread: Algorithm 1 lines 5-18 for the root, commit included, and the
-    /// retries of its conflict aborts.</summary>
-    async Task<ReactorResult> RunRoot(RootTransaction root, Reactor reactor, ReactorFunction function, TxnProgram program,
-                                      ReadOnlyMemory<long> args, CancellationToken cancel)
+    /// retries of its conflict aborts; then its slot is freed and its caller answered.</summary>
+    async Task RunRoot(RootTransaction root)
+    {
+        var call = root.Call;
+        root.Call = default;
+        ReactorResult result;
+        try
+        {
+            result = await Attempts(root, call.Reactor, call.Function, call.Program, call.Args, call.Cancel);
+        }
+        catch (Exception error)
+        {
+            FreeSlot(root);
+            call.Answer.SetException(error);
+            return;
+        }
+        FreeSlot(root);
+        call.Answer.SetResult(result);
+    }
+
+    void FreeSlot(RootTransaction root)
+    {
+        _slots.Enqueue(root);
+        _free.Release();
+    }
+
+    /// <summary>The root's attempts, to a commit, a final abort, or the last attempt allowed.</summary>
+    async ValueTask<ReactorResult> Attempts(RootTransaction root, Reactor reactor, ReactorFunction function, TxnProgram program,
+                                       ReadOnlyMemory<long> args, CancellationToken cancel)
     {
         long timestamp = Interlocked.Increment(ref _timestamps);
         ulong rng = Rng.Seed((ulong)timestamp, reactor.Id);

@@ -6,6 +6,10 @@ using Contend.Engine.Runtime;
 
 namespace Contend.Engine.Protocols.ReactDB;
 
+/// <summary>A caller's root: what runs, with what, and where its outcome goes.</summary>
+internal readonly record struct RootCall(Reactor Reactor, ReactorFunction Function, TxnProgram Program, ReadOnlyMemory<long> Args,
+                                         CancellationToken Cancel, Answer<ReactorResult> Answer);
+
 /// <summary>
 /// One root transaction's state across its containers, kept in a slot reused by the roots that
 /// run in it one after another: a database context per container (Silo's read and write sets,
@@ -15,6 +19,9 @@ namespace Contend.Engine.Protocols.ReactDB;
 /// </summary>
 internal sealed class RootTransaction
 {
+    /// <summary>The call the slot serves next: set by the caller that takes the slot, taken by the root's thread.</summary>
+    public RootCall Call;
+
     readonly TxnContext[] _contexts;
     /// <summary>holder[c]: the (sub-)transaction whose thread uses the context in container c (D2).</summary>
     readonly ReactorCall?[] _holders;
