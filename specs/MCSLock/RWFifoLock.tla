@@ -1,0 +1,70 @@
+----------------------------- MODULE RWFifoLock -----------------------------
+(***************************************************************************)
+(* A reader-writer FIFO lock: requests join one queue in arrival order,   *)
+(* and only the head of the queue is granted.  A reader at the head is    *)
+(* granted while no writer holds, so readers queued one after another are *)
+(* admitted together; a writer at the head waits until nobody holds.  A   *)
+(* reader that arrives behind a queued writer waits for it.  This is the  *)
+(* lock RWMCSLock.tla refines (issue 37: "readers admitted together, FIFO *)
+(* otherwise").                                                           *)
+(***************************************************************************)
+EXTENDS Naturals, Sequences
+CONSTANTS
+    Proc    \* the processes that may request the lock
+
+VARIABLES
+    queue,   \* waiting requests in arrival order; the head is the next granted
+    holders, \* the processes holding the lock
+    mode     \* mode[p]: the mode of p's current (or last) request, "R" or "W"
+
+vars == <<queue, holders, mode>>
+
+Modes == {"R", "W"}
+
+InQueue(p) == \E i \in 1..Len(queue) : queue[i] = p
+
+WriterHolds == \E h \in holders : mode[h] = "W"
+
+TypeOK ==
+    /\ queue \in Seq(Proc)
+    /\ holders \subseteq Proc
+    /\ mode \in [Proc -> Modes]
+
+Init == queue = <<>> /\ holders = {} /\ mode = [p \in Proc |-> "R"]
+
+\* p asks for the lock in mode m and joins the queue.
+Request(p, m) ==
+    /\ ~InQueue(p) /\ p \notin holders
+    /\ queue' = Append(queue, p)
+    /\ mode' = [mode EXCEPT ![p] = m]
+    /\ UNCHANGED holders
+
+\* A reader that finds nobody queued is granted as it asks, if no writer
+\* holds: Request and Acquire in one step (the MCS fast path, where the
+\* request is never queued).
+RequestGranted(p) ==
+    /\ ~InQueue(p) /\ p \notin holders
+    /\ queue = <<>>
+    /\ ~WriterHolds
+    /\ holders' = holders \cup {p}
+    /\ mode' = [mode EXCEPT ![p] = "R"]
+    /\ UNCHANGED queue
+
+\* The head is granted: a reader while no writer holds, a writer when nobody holds.
+Acquire(p) ==
+    /\ queue # <<>> /\ Head(queue) = p
+    /\ IF mode[p] = "W" THEN holders = {} ELSE ~WriterHolds
+    /\ holders' = holders \cup {p}
+    /\ queue' = Tail(queue)
+    /\ UNCHANGED mode
+
+Release(p) ==
+    /\ p \in holders
+    /\ holders' = holders \ {p}
+    /\ UNCHANGED <<queue, mode>>
+
+Next == \E p \in Proc : \/ \E m \in Modes : Request(p, m)
+                        \/ RequestGranted(p) \/ Acquire(p) \/ Release(p)
+
+Spec == Init /\ [][Next]_vars
+=============================================================================
