@@ -131,7 +131,7 @@ int Test()
     var systematic = Task.Run(() => new (string Name, (int Code, string Output) Run)[]
     {
         ("Coyote", Coyote([])),
-        ("P models (StealDB, Strife)", Models(["StealDB", "Strife"])),
+        ("P models (StealDB, Strife, MCSLock)", Models(["StealDB", "Strife", "MCSLock"])),
     });
     var tlc = Task.Run(() => new (string Name, (int Code, string Output) Run)[]
     {

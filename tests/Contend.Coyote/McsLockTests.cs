@@ -21,7 +21,61 @@ public static class McsLockTests
         new("McsLock", () => Run(releaseClearsTail: false)),
         // MCSLock.tla MutantReleaseClearTail, the paper's one-line UNLOCK.
         new("McsLockTwinReleaseClearTail", () => Run(releaseClearsTail: true), CaughtBy: CoyoteSuite.StepsBound),
+        new("McsLockReaderWriter", () => RunReaderWriter(readerBarges: false)),
+        // RWMCSLock.tla MutantReaderBargesPastWriter.
+        new("McsLockTwinReaderBarges", () => RunReaderWriter(readerBarges: true), CaughtBy: "FIFO"),
     ];
+
+    /// <summary>
+    /// The reader-writer form (RWMCSLock.tla): readers on nodes 0 and 2, a writer on node 1, each
+    /// taking the lock twice with the same node. Checked on every schedule: a writer holds alone
+    /// (MutualExclusionInv), a reader that starts after a writer has queued is not admitted before
+    /// that writer (FIFO order, RWFifoRefinementProp), and everyone gets through within the steps
+    /// bound (StarvationFreedomProp).
+    /// </summary>
+    static async Task RunReaderWriter(bool readerBarges)
+    {
+        var mcs = new McsLock(Threads, default, new MutantFlag(readerBarges ? TwoPhaseLockingMutants.McsReaderBarges : TwoPhaseLockingMutants.None, TwoPhaseLockingMutants.McsReaderBarges));
+        var word = new long[1];
+        var readers = new int[1];
+        var writers = new int[1];
+        var writerQueued = new int[1]; // round + 1 from the writer's queuing to its grant, else 0
+        var workers = Enumerable.Range(0, Threads).Select(node => Task.Run(() =>
+        {
+            bool reader = node != 1;
+            for (int round = 0; round < Rounds; round++)
+            {
+                var wait = new SpinWait();
+                if (reader)
+                {
+                    int writerAhead = Volatile.Read(ref writerQueued[0]);
+                    if (!mcs.TryLockShared(ref word[0], node, key: 0))
+                        while (!mcs.CheckAcquiredShared(ref word[0], node)) Spin.Once(ref wait);
+                    Specification.Assert(writerAhead == 0 || Volatile.Read(ref writerQueued[0]) != writerAhead,
+                        $"FIFO order: reader {node} was admitted while the writer queued before it still waited");
+                    Interlocked.Increment(ref readers[0]);
+                    Specification.Assert(Volatile.Read(ref writers[0]) == 0, $"mutual exclusion: reader {node} entered while the writer held the lock");
+                    Interlocked.Decrement(ref readers[0]);
+                    mcs.UnlockShared(ref word[0], node);
+                }
+                else
+                {
+                    if (!mcs.TryLockExclusive(ref word[0], node, key: 0))
+                    {
+                        Volatile.Write(ref writerQueued[0], round + 1);
+                        while (!mcs.CheckAcquiredExclusive(ref word[0], node)) Spin.Once(ref wait);
+                        Volatile.Write(ref writerQueued[0], 0);
+                    }
+                    Interlocked.Increment(ref writers[0]);
+                    Specification.Assert(Volatile.Read(ref readers[0]) == 0, $"mutual exclusion: the writer entered while {Volatile.Read(ref readers[0])} readers held the lock");
+                    Interlocked.Decrement(ref writers[0]);
+                    mcs.UnlockExclusive(ref word[0], node);
+                }
+            }
+        })).ToArray();
+        await Task.WhenAll(workers);
+        Specification.Assert(Volatile.Read(ref word[0]) == 0, $"the lock is not free after every thread released it: word {Volatile.Read(ref word[0]):x}");
+    }
 
     static async Task Run(bool releaseClearsTail)
     {

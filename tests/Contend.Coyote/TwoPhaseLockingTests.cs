@@ -29,7 +29,40 @@ public static class TwoPhaseLockingTests
         new("WaitDieTwinYoungerWaits", () => Run("WaitDie", TwoPhaseLockingMutants.WaitDieYoungerWaits), CaughtBy: CoyoteSuite.StepsBound),
         new("McsDetect", () => Run("Mcs", TwoPhaseLockingMutants.None), Iterations: 2_500),
         new("McsTwinNoDetection", () => Run("Mcs", TwoPhaseLockingMutants.McsNoDetection), CaughtBy: CoyoteSuite.StepsBound),
+        new("McsDetectThroughReaders", () => RunReadersCycle(TwoPhaseLockingMutants.None), Iterations: 2_500),
+        new("McsTwinDetectorIgnoresReaders", () => RunReadersCycle(TwoPhaseLockingMutants.McsDetectorIgnoresReaders), CaughtBy: CoyoteSuite.StepsBound),
     ];
+
+    /// <summary>Mcs with reader-writer locks: two transactions each read one row and then write
+    /// the other, so that each writer waits at the head of its queue for the other's share, a
+    /// cycle through shared holds only. Every transaction must commit within the steps bound
+    /// (the detector must see a writer's wait for readers) and the history be serializable.</summary>
+    static async Task RunReadersCycle(TwoPhaseLockingMutants mutants)
+    {
+        using var db = new Database();
+        var table = db.Create("account", sizeof(long), 2);
+        for (int key = 0; key < 2; key++) table.Load(key);
+        var readThenWrite = new ProgramBuilder("read-then-write", db, 2)
+            .Read("read", "account", KeySource.FromArg(0), (row, a, r) => Value(row))
+            .Write("write", "account", KeySource.FromArg(1), (row, a, r) => Add(row, 1))
+            .Build();
+        var recorder = new HistoryRecorder(2);
+        var protocol = (ITransactionProtocol)ProtocolRegistry.Create("Mcs", new ProtocolSetup(db, 2) { Mutants = mutants });
+        var timestamps = new long[1];
+        Task Start(int worker, params long[] args) => Task.Run(() =>
+        {
+            var ctx = new TxnContext(worker, recorder);
+            args.CopyTo(ctx.Args, 0);
+            ctx.Start(readThenWrite, Interlocked.Increment(ref timestamps[0]));
+            ulong rng = Rng.Seed(7, worker);
+            for (int retries = 0; protocol.Run(ctx, out _) != Outcome.Committed; retries++) Spin.Backoff(retries, ref rng);
+        });
+        await Task.WhenAll(Start(0, 0, 1), Start(1, 1, 0));
+        var report = SerializabilityChecker.Check(recorder.Collect());
+        Specification.Assert(report.Serializable, $"Mcs: history not serializable: {report.Anomalies.FirstOrDefault()?.Kind} {report.Anomalies.FirstOrDefault()?.Description}");
+        long total = Value(table.Payload(table.Find(0))) + Value(table.Payload(table.Find(1)));
+        Specification.Assert(total == 2, $"Mcs: the rows sum to {total}, not 2: a write was lost or doubled");
+    }
 
     static async Task Run(string protocolName, TwoPhaseLockingMutants mutants)
     {

@@ -6,7 +6,9 @@ namespace Contend.Tests;
 /// The queue locks' deadlock detector on graphs laid out by hand with real MCS queues: it finds
 /// the textbook cycle and the one through a stolen op, names one victim per cycle (the younger
 /// transaction), and finds nothing while the holder can still move. The mutant that leaves
-/// stolen frames out misses the stolen-op cycle (StealDBDeadlock.tla's MutantNoStealEdges).
+/// stolen frames out misses the stolen-op cycle (StealDBDeadlock.tla's MutantNoStealEdges). With
+/// reader-writer locks it finds the cycle through shares, and only through shares of the row a
+/// writer waits for; the mutant that ignores readers misses it.
 /// </summary>
 public class QueueDeadlockDetectorTests
 {
@@ -20,9 +22,10 @@ public class QueueDeadlockDetectorTests
         public long A, B;
 
         /// <param name="ownFramesOnly">the mutant that leaves other slots' frames out</param>
-        public Graph(bool ownFramesOnly = false)
+        /// <param name="ignoresReaders">the mutant that gives a writer waiting for readers no edge</param>
+        public Graph(bool ownFramesOnly = false, bool ignoresReaders = false)
         {
-            D = new QueueDeadlockDetector(Lock, workers: 2, frames: 2, NodesPerSlot, ownFramesOnly);
+            D = new QueueDeadlockDetector(Lock, workers: 2, frames: 2, NodesPerSlot, ownFramesOnly, ignoresReaders);
             D.Began(0, timestamp: 1);
             D.Began(1, timestamp: 2);
         }
@@ -74,6 +77,43 @@ public class QueueDeadlockDetectorTests
             Assert.Equal(!mutant, g.D.IsVictim(1, 1));
             if (!mutant) Assert.True(g.D.CycleThroughStolenFrame(1, 1));
         }
+    }
+
+    [Fact]
+    public void A_cycle_through_shares_is_found_and_the_mutant_misses_it()
+    {
+        foreach (bool mutant in new[] { false, true })
+        {
+            // Reader-writer locks: t0 and t1 each hold one row shared, then each asks to write the
+            // other's: each writer is the head of its queue, waiting for the other's share.
+            var g = new Graph(ignoresReaders: mutant);
+            Assert.True(g.Lock.TryLockShared(ref g.A, 0 * NodesPerSlot + 0, key: 1));
+            Assert.True(g.Lock.TryLockShared(ref g.B, 1 * NodesPerSlot + 0, key: 2));
+            Assert.False(g.Lock.TryLockExclusive(ref g.B, 0 * NodesPerSlot + 1, key: 2));
+            g.Wait(worker: 0, depth: 0, slot: 0, op: 1);
+            Assert.False(g.D.IsVictim(0, 0)); // t1 is not waiting yet
+            Assert.False(g.Lock.TryLockExclusive(ref g.A, 1 * NodesPerSlot + 1, key: 1));
+            g.Wait(worker: 1, depth: 0, slot: 1, op: 1);
+            Assert.Equal(!mutant, g.D.IsVictim(1, 0)); // t1, the younger, is the victim
+            Assert.False(g.D.IsVictim(0, 0));
+        }
+    }
+
+    [Fact]
+    public void A_share_of_another_row_is_no_edge()
+    {
+        // t0 holds A shared and waits to write B, which t1 holds shared; t1 waits to write C,
+        // held shared by a reader outside the graph. t0's share is of A, not C: no cycle.
+        var g = new Graph();
+        long c = 1L << 32; // one reader counted on C
+        Assert.True(g.Lock.TryLockShared(ref g.A, 0 * NodesPerSlot + 0, key: 1));
+        Assert.True(g.Lock.TryLockShared(ref g.B, 1 * NodesPerSlot + 0, key: 2));
+        Assert.False(g.Lock.TryLockExclusive(ref g.B, 0 * NodesPerSlot + 1, key: 2));
+        g.Wait(worker: 0, depth: 0, slot: 0, op: 1);
+        Assert.False(g.Lock.TryLockExclusive(ref c, 1 * NodesPerSlot + 1, key: 3));
+        g.Wait(worker: 1, depth: 0, slot: 1, op: 1);
+        Assert.False(g.D.IsVictim(0, 0));
+        Assert.False(g.D.IsVictim(1, 0));
     }
 
     [Fact]

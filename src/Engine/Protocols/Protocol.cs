@@ -32,7 +32,8 @@ public enum AbortReason : byte
     Deadlock,
     /// <summary>Mcs: a lock wait passed its threshold.</summary>
     WaitTimeout,
-    /// <summary>Silo: a read changed before commit.</summary>
+    /// <summary>Silo: a read changed before commit; Mcs: a row read shared changed before the
+    /// attempt's write of it held it exclusive.</summary>
     Validation,
     /// <summary>The program's logic aborted (a body returned UserAbort, or a key was missing).</summary>
     User,

@@ -4,119 +4,35 @@ using Contend.Engine.Storage;
 namespace Contend.Engine.Protocols.TwoPhaseLocking;
 
 /// <summary>
-/// The MCS queue lock of specs/MCSLock/MCSLock.tla, exclusive mode. The record word is the
-/// queue's tail; each waiter spins on its own queue node. Nodes live in one managed array,
-/// one cache line each, and are named by index + 1 so that 0 is the empty tail:
-/// <code>
-///   record word   [ 63 .......... 32 | 31 ............ 0 ]
-///                 [        0         | tail node id + 1  ]   0: free, no queue
-///   queue node    long[8]: [0] next node id + 1 (0: none), [1] spin flag (1: wait),
-///                          [2] ahead: the node queued ahead, for the deadlock detector, [3..7] padding
-/// </code>
-/// A node belongs to one (worker, access) pair and is reused only after the access
-/// released it, which MutantInitKeepsNext shows must start by clearing next (TryLock).
+/// 2PL on reader-writer MCS queue locks (StealDB's vanilla baseline, with readers: specs/MCSLock/RWMCSLock.tla).
+/// A read takes its row shared and a write exclusive; readers queued one after another are
+/// admitted together, otherwise the queue is FIFO. A waiter looks for a deadlock through itself
+/// every few rounds (<see cref="QueueDeadlockDetector"/>); the youngest waiter of a deadlock
+/// aborts its transaction. Its node cannot leave the queue (StealDBMutantTimeoutCancels shows an
+/// abortable queue breaks mutual exclusion), so it stays queued as "abandoned": the aborting
+/// transaction first releases every lock it holds, then waits for its abandoned node to be woken
+/// and lets it go at once (proofs/StealDB.md, C2): a writer's never held, so it wakes the node
+/// behind it without waiting for readers, and a reader's, counted by whoever woke it, leaves the
+/// queue and uncounts itself. That wait ends: the nodes ahead are held by transactions that
+/// finish or abort in turn, and the aborter holds nothing. A wait past
+/// <see cref="WaitThreshold"/> rounds aborts too, as the last resort the issue asks to keep.
 /// </summary>
-internal sealed class McsLock
-{
-    const int NodeLongs = 8, Next = 0, SpinFlag = 1, Ahead = 2;
-
-    /// <summary>Values of a node's ahead word besides a node id + 1.</summary>
-    public const long AheadUnknown = 0, AheadNone = -1;
-
-    readonly long[] _nodes;
-    readonly MutantFlag _releaseClearsTail;
-
-    public McsLock(int nodes) : this(nodes, default) { }
-
-    internal McsLock(int nodes, MutantFlag releaseClearsTail)
-    {
-        _nodes = new long[nodes * NodeLongs];
-        _releaseClearsTail = releaseClearsTail;
-    }
-
-    /// <summary>TRYLOCK: MCSLock.tla InitContext, SwapTail, then EnterFree (true: the
-    /// lock is ours) or LinkBehindPred (false: wait with <see cref="CheckAcquired"/>).</summary>
-    public bool TryLock(ref long tail, int node) => TryLock(ref tail, node, out _);
-
-    /// <inheritdoc cref="TryLock(ref long, int)"/>
-    /// <param name="predecessor">the node queued ahead (id + 1), 0 if none: TRYLOCK's return value, which the
-    /// FIFO hand-over check and StealDB's steal both read</param>
-    public bool TryLock(ref long tail, int node, out long predecessor)
-    {
-        int me = node * NodeLongs;
-        // InitContext: nobody can reach this node before the swap publishes it.
-        Volatile.Write(ref _nodes[me + Next], 0);
-        Volatile.Write(ref _nodes[me + SpinFlag], 1);
-        // Not in the spec: the ahead word, which only QueueDeadlockDetector reads, by plain
-        // loads of a racy snapshot. Plain stores, on the node's own line: the exchange orders
-        // the first before the swap, and a reader that sees "unknown" stops there.
-        _nodes[me + Ahead] = AheadUnknown;
-        // SwapTail: ctx_p = XCHG(lock.tail, lockCtx).
-        long pred = predecessor = Interlocked.Exchange(ref tail, node + 1);
-        _nodes[me + Ahead] = pred == 0 ? AheadNone : pred;
-        if (pred == 0) return true; // EnterFree
-        // LinkBehindPred: ctx_p.next = lockCtx.
-        Volatile.Write(ref _nodes[(int)(pred - 1) * NodeLongs + Next], node + 1);
-        return false;
-    }
-
-    /// <summary>CHECKACQUIRED, one look: MCSLock.tla WaiterAcquire once the predecessor cleared our flag.</summary>
-    public bool CheckAcquired(int node) => Volatile.Read(ref _nodes[node * NodeLongs + SpinFlag]) == 0;
-
-    /// <summary>The node queued ahead of <paramref name="node"/> at its swap (id + 1),
-    /// <see cref="AheadNone"/> if it entered a free lock, <see cref="AheadUnknown"/> while it
-    /// is being queued; a plain load, as <see cref="SeemsGranted"/>.</summary>
-    public long AheadOf(int node) => _nodes[node * NodeLongs + Ahead];
-
-    /// <summary><see cref="CheckAcquired"/> as a plain load, for a racy snapshot of many words
-    /// (<see cref="QueueDeadlockDetector"/>) that needs no ordering among them.</summary>
-    public bool SeemsGranted(int node) => _nodes[node * NodeLongs + SpinFlag] == 0;
-
-    /// <summary>True while <paramref name="node"/> is the last in the queue: no successor has swapped the tail.</summary>
-    public static bool IsTail(ref long tail, int node) => Volatile.Read(ref tail) == node + 1;
-
-    /// <summary>UNLOCK: HolderCheckNext, then HolderReleaseCas or HolderAwaitLink, then HolderHandover.</summary>
-    public void Unlock(ref long tail, int node)
-    {
-        int me = node * NodeLongs;
-        long next = Volatile.Read(ref _nodes[me + Next]); // HolderCheckNext
-        if (next == 0)
-        {
-            if (_releaseClearsTail)
-            {
-                // MCSLock.tla MutantReleaseClearTail (the paper's one-line UNLOCK): a successor
-                // that swapped the tail but has not linked yet is never woken.
-                Volatile.Write(ref tail, 0);
-                return;
-            }
-            // HolderReleaseCas: CAS(lock.tail, lockCtx, null).
-            if (Interlocked.CompareExchange(ref tail, 0, node + 1) == node + 1) return;
-            // HolderAwaitLink: a successor swapped the tail and is about to link itself.
-            var wait = new SpinWait();
-            while ((next = Volatile.Read(ref _nodes[me + Next])) == 0) Spin.Once(ref wait);
-        }
-        // HolderHandover: clear the successor's spin flag.
-        Volatile.Write(ref _nodes[(int)(next - 1) * NodeLongs + SpinFlag], 0);
-    }
-}
-
-/// <summary>
-/// 2PL on exclusive MCS queue locks (StealDB's vanilla baseline). A waiter waits in FIFO
-/// order and looks for a deadlock through itself every few rounds (<see cref="QueueDeadlockDetector"/>);
-/// the youngest waiter of a deadlock aborts its transaction. Its node cannot leave the queue
-/// (StealDBMutantTimeoutCancels shows an abortable queue breaks mutual exclusion), so it stays
-/// queued as "abandoned": the aborting transaction first releases every lock it holds, then
-/// waits for each abandoned node to reach the head and releases it at once (proofs/StealDB.md,
-/// C2). That wait ends: the nodes ahead are held by transactions that finish or abort in turn,
-/// and the aborter holds nothing. A wait past <see cref="WaitThreshold"/> rounds aborts too,
-/// as the last resort the issue asks to keep.
-/// </summary>
+/// <remarks>
+/// Decision: a write to a row the attempt holds shared is not an upgrade in place. The attempt
+/// gives up its share, queues as a writer, and once it holds the row checks that its version is
+/// still the one it read, else it aborts (<see cref="AbortReason.Validation"/>). Why: a writer
+/// at the head waits for the readers to release, its own share among them, and two attempts
+/// upgrading one row would each wait for the other's share; a queue has no place to let an
+/// upgrade jump ahead without breaking FIFO order. The version check keeps the attempt
+/// serializable: what it read is what it overwrites, as if it had held the row all along.
+/// </remarks>
 internal sealed class Mcs : LockingProtocol
 {
     /// <summary>Rounds of <see cref="Spin.Once"/> before a waiter gives up. Before the detector,
     /// deadlocks were broken only by this, at 2^8 (docs/measured/StealDB.md, "Deadlock detection").</summary>
     public const int WaitThreshold = 1 << 14;
-    const byte Abandoned = 3;
+    /// <summary>Modes of an access whose wait gave up: its node is still queued.</summary>
+    const byte AbandonedShared = 3, AbandonedExclusive = 4;
 
     readonly McsLock _lock;
     readonly QueueDeadlockDetector _detector;
@@ -125,8 +41,9 @@ internal sealed class Mcs : LockingProtocol
     public Mcs(ProtocolSetup setup) : base(setup)
     {
         _noDetection = new(setup.Mutants, TwoPhaseLockingMutants.McsNoDetection);
-        _lock = new(setup.Workers * TxnContext.MaxOps, new MutantFlag(setup.Mutants, TwoPhaseLockingMutants.McsReleaseClearTail));
-        _detector = new(_lock, setup.Workers, frames: 1, TxnContext.MaxOps);
+        _lock = new(setup.Workers * TxnContext.MaxOps, default, new MutantFlag(setup.Mutants, TwoPhaseLockingMutants.McsReaderBarges));
+        _detector = new(_lock, setup.Workers, frames: 1, TxnContext.MaxOps,
+                        ignoresReaders: new MutantFlag(setup.Mutants, TwoPhaseLockingMutants.McsDetectorIgnoresReaders));
     }
 
     public override string Name => TwoPhaseLockingProtocols.Mcs.Name;
@@ -136,32 +53,46 @@ internal sealed class Mcs : LockingProtocol
     private protected override bool Lock(TxnContext ctx, LockingState state, Table table, int access, bool exclusive, out AbortReason reason)
     {
         reason = AbortReason.None;
-        if (state.Mode[access] == Exclusive) return true; // reads lock exclusive too: nothing to upgrade
-        int node = Node(ctx, access);
-        ref long tail = ref table.Word(ctx.AccRow[access]);
-        if (!_lock.TryLock(ref tail, node))
+        byte held = state.Mode[access];
+        if (held == Exclusive || held == Shared && !exclusive) return true;
+        int node = Node(ctx, access), row = ctx.AccRow[access];
+        ref long word = ref table.Word(row);
+        long key = ((long)table.Id << 32) | (uint)row;
+        if (held == Shared)
+        {
+            // The class remark's decision: give the share up, then queue as a writer.
+            _lock.UnlockShared(ref word, node);
+            state.Mode[access] = None;
+        }
+        bool granted = exclusive ? _lock.TryLockExclusive(ref word, node, key) : _lock.TryLockShared(ref word, node, key);
+        if (!granted)
         {
             // The one frame of the worker's stack: its own transaction's op, waiting.
             _detector.Began(ctx.Worker, ctx.Timestamp);
             _detector.Waits(ctx.Worker, 0, ctx.Worker, node);
-            reason = Wait(ctx, node);
+            reason = Wait(ctx, ref word, node, exclusive);
             _detector.Stops(ctx.Worker, 0);
             if (reason != AbortReason.None)
             {
-                state.Mode[access] = Abandoned;
+                state.Mode[access] = exclusive ? AbandonedExclusive : AbandonedShared;
                 return false;
             }
         }
-        state.Mode[access] = Exclusive;
+        state.Mode[access] = exclusive ? Exclusive : Shared;
+        if (held == Shared && Volatile.Read(ref table.Version(row)) != ctx.AccVersion[access])
+        {
+            reason = AbortReason.Validation; // another writer came between the share and the upgrade
+            return false;
+        }
         return true;
     }
 
     /// <summary>Waits for the node's grant: None once granted, else why the wait gave up.</summary>
-    AbortReason Wait(TxnContext ctx, int node)
+    AbortReason Wait(TxnContext ctx, ref long word, int node, bool exclusive)
     {
         var wait = new SpinWait();
         bool seen = false;
-        for (int round = 1; !_lock.CheckAcquired(node); round++)
+        for (int round = 1; !(exclusive ? _lock.CheckAcquiredExclusive(ref word, node) : _lock.CheckAcquiredShared(ref word, node)); round++)
         {
             if (round == WaitThreshold) return AbortReason.WaitTimeout;
             if (ctx.GivingUp) return AbortReason.Deadline;
@@ -183,13 +114,26 @@ internal sealed class Mcs : LockingProtocol
         int abandoned = -1;
         for (int i = 0; i < ctx.AccessCount; i++)
         {
-            if (state.Mode[i] == Exclusive) _lock.Unlock(ref Db[ctx.AccTable[i]].Word(ctx.AccRow[i]), Node(ctx, i));
-            else if (state.Mode[i] == Abandoned) abandoned = i;
-            state.Mode[i] = None;
+            byte mode = state.Mode[i];
+            if (mode == Exclusive) _lock.UnlockExclusive(ref Db[ctx.AccTable[i]].Word(ctx.AccRow[i]), Node(ctx, i));
+            else if (mode == Shared) _lock.UnlockShared(ref Db[ctx.AccTable[i]].Word(ctx.AccRow[i]), Node(ctx, i));
+            else if (mode is AbandonedShared or AbandonedExclusive) abandoned = i;
+            if (mode is not (AbandonedShared or AbandonedExclusive)) state.Mode[i] = None;
         }
         if (abandoned < 0) return; // an attempt waits on at most one lock at a time: its last
+        ref long word = ref Db[ctx.AccTable[abandoned]].Word(ctx.AccRow[abandoned]);
+        int node = Node(ctx, abandoned);
         var wait = new SpinWait();
-        while (!_lock.CheckAcquired(Node(ctx, abandoned))) Spin.Once(ref wait);
-        _lock.Unlock(ref Db[ctx.AccTable[abandoned]].Word(ctx.AccRow[abandoned]), Node(ctx, abandoned));
+        if (state.Mode[abandoned] == AbandonedShared)
+        {
+            while (!_lock.CheckAcquiredShared(ref word, node)) Spin.Once(ref wait); // woken, counted, out of the queue
+            _lock.UnlockShared(ref word, node);
+        }
+        else
+        {
+            while (!_lock.IsWoken(node)) Spin.Once(ref wait);
+            _lock.UnlockExclusive(ref word, node);
+        }
+        state.Mode[abandoned] = None;
     }
 }

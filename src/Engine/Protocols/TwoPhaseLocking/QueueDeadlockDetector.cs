@@ -18,6 +18,8 @@ namespace Contend.Engine.Protocols.TwoPhaseLocking;
 ///                                                          -> C(its node), if it waits and the node is not granted
 ///   C(node)   a lock context in a queue                    -> C(the node ahead), if not granted
 ///                                                          -> R(the node's slot), if at the head
+///                                                          -> R(each slot holding it shared), if a
+///                                                             writer at the head waiting for readers
 /// </code>
 /// A node that has given up its wait (C2) stays queued and is in the graph like any other: its
 /// successors still wait for it. Mcs is the one-frame case: a worker runs one op at a time, its own.
@@ -54,13 +56,14 @@ internal sealed class QueueDeadlockDetector
     /// <summary>Per slot, eight words apart: its transaction's start timestamp, written once an attempt.</summary>
     readonly long[] _timestamps;
     readonly Search[] _searches;
-    readonly bool _ownFramesOnly;
+    readonly bool _ownFramesOnly, _ignoresReaders;
 
     /// <param name="workers">workers, which are also the transaction slots</param>
     /// <param name="frames">the deepest stack a worker can have</param>
     /// <param name="nodesPerSlot">queue nodes per slot: node n belongs to slot n / nodesPerSlot</param>
     /// <param name="ownFramesOnly">mutant: a frame running another slot's op is left out of the graph</param>
-    public QueueDeadlockDetector(McsLock queueLock, int workers, int frames, int nodesPerSlot, bool ownFramesOnly = false)
+    /// <param name="ignoresReaders">mutant: a writer waiting for readers has no edge out</param>
+    public QueueDeadlockDetector(McsLock queueLock, int workers, int frames, int nodesPerSlot, bool ownFramesOnly = false, bool ignoresReaders = false)
     {
         _lock = queueLock;
         _workers = workers;
@@ -73,6 +76,7 @@ internal sealed class QueueDeadlockDetector
         _searches = new Search[workers];
         for (int w = 0; w < workers; w++) _searches[w] = new Search(graph);
         _ownFramesOnly = ownFramesOnly;
+        _ignoresReaders = ignoresReaders;
     }
 
     /// <summary>The slot's transaction began an attempt with this start timestamp.</summary>
@@ -178,6 +182,14 @@ internal sealed class QueueDeadlockDetector
             return;
         }
         int n = id - _workers * _frames;
+        if (_lock.SeemsWaitingForReaders(n))
+        {
+            // A reader-writer writer at the head waits for every reader holding its lock.
+            if (_ignoresReaders) return;
+            for (int m = 0; m < _lock.Nodes; m++)
+                if (m / _nodesPerSlot != n / _nodesPerSlot && _lock.SeemsSharing(m, n)) search.Push(m / _nodesPerSlot);
+            return;
+        }
         long ahead = _lock.AheadOf(n);
         if (ahead == McsLock.AheadUnknown) return;
         if (ahead == McsLock.AheadNone || _lock.SeemsGranted(n)) search.Push(n / _nodesPerSlot);

@@ -7,7 +7,8 @@ internal enum TwoPhaseLockingMutants
 {
     None = 0,
     /// <summary>MCSLock.tla MutantReleaseClearTail: UNLOCK clears the tail without a CAS
-    /// (the paper's one-line UNLOCK), losing the wake-up of a waiter not yet linked (Mcs).</summary>
+    /// (the paper's one-line UNLOCK), losing the wake-up of a waiter not yet linked (the
+    /// exclusive <see cref="McsLock"/>).</summary>
     McsReleaseClearTail = 1,
     /// <summary>NoWait that takes the lock without checking it is held (no mutual exclusion).</summary>
     NoWaitIgnoreLock = 2,
@@ -16,4 +17,11 @@ internal enum TwoPhaseLockingMutants
     /// <summary>Mcs whose waiters never search for a deadlock: the wait threshold alone ends
     /// one, as before the detector (StealDBDeadlock.tla's DetectSpec without DetectorAbort).</summary>
     McsNoDetection = 8,
+    /// <summary>RWMCSLock.tla MutantReaderBargesPastWriter: a reader joins the readers that hold
+    /// although a writer is queued, breaking FIFO order (Mcs).</summary>
+    McsReaderBarges = 16,
+    /// <summary>Mcs whose deadlock detector gives a writer waiting for readers no edge, so a
+    /// cycle through shared holds is never found (the reader-writer lock's twin of
+    /// StealDBDeadlock.tla MutantNoStealEdges).</summary>
+    McsDetectorIgnoresReaders = 32,
 }

@@ -1,0 +1,67 @@
+// RWMCSLock.tla's properties as P monitors.
+
+// MutualExclusionInv: a writer holds alone.
+spec Exclusion observes eEnteredFree, eGranted, eReleased {
+  var holders: map[int, bool]; // id -> holds as a reader
+  start state Watching {
+    on eEnteredFree do (id: int) { Hold(id, true); }
+    on eGranted do (g: (id: int, reader: bool)) { Hold(g.id, g.reader); }
+    on eReleased do (id: int) { holders -= (id); }
+  }
+  fun Hold(id: int, reader: bool) {
+    var h: int;
+    foreach (h in keys(holders)) {
+      assert reader && holders[h], format("MutualExclusionInv: process {0} holds ({1}) while process {2} holds ({3})",
+                                          id, Mode(reader), h, Mode(holders[h]));
+    }
+    holders[id] = reader;
+  }
+  fun Mode(reader: bool): string { if (reader) { return "shared"; } return "exclusive"; }
+}
+
+// RWFifoRefinementProp: only the head of the queue (in swap order) is granted, and a reader
+// enters without queuing only when nobody is queued.
+spec FifoOrder observes eQueued, eEnteredFree, eGranted {
+  var queue: seq[int];
+  start state Watching {
+    on eQueued do (q: (id: int, reader: bool)) { queue += (sizeof(queue), q.id); }
+    on eEnteredFree do (id: int) {
+      assert sizeof(queue) == 0, format("RWFifoRefinementProp: reader {0} was admitted while process {1} was queued", id, queue[0]);
+    }
+    on eGranted do (g: (id: int, reader: bool)) {
+      assert sizeof(queue) > 0 && queue[0] == g.id, format("RWFifoRefinementProp: process {0} was granted out of queue order {1}", g.id, queue);
+      queue -= (0);
+    }
+  }
+}
+
+// StarvationFreedomProp: every request is eventually granted.
+spec Progress observes eRequested, eEnteredFree, eGranted {
+  var waiting: set[int];
+  start cold state Idle {
+    on eRequested do (r: (id: int, reader: bool)) { waiting += (r.id); goto Waiting; }
+  }
+  hot state Waiting {
+    on eRequested do (r: (id: int, reader: bool)) { waiting += (r.id); }
+    on eEnteredFree do (id: int) { Served(id); }
+    on eGranted do (g: (id: int, reader: bool)) { Served(g.id); }
+  }
+  fun Served(id: int) {
+    waiting -= (id);
+    if (sizeof(waiting) == 0) { goto Idle; }
+  }
+}
+
+// Non-vacuity (a passing workload must violate it): two readers hold together.
+spec ReadersTogetherReachable observes eEnteredFree, eGranted, eReleased {
+  var readers: set[int];
+  start state Watching {
+    on eEnteredFree do (id: int) { Add(id); }
+    on eGranted do (g: (id: int, reader: bool)) { if (g.reader) { Add(g.id); } }
+    on eReleased do (id: int) { readers -= (id); }
+  }
+  fun Add(id: int) {
+    readers += (id);
+    assert sizeof(readers) < 2, "ReadersTogetherReachable: two readers hold together";
+  }
+}

@@ -1,0 +1,30 @@
+// Three processes, each taking the lock twice with one context: p0 reads then writes, p1
+// writes then reads, p2 reads twice; so a reader can find readers holding and a writer
+// queued, the case the FIFO order decides.
+fun NoMutants(): Mutants { return (readerBarges = false, skipReaderWait = false, uncounted = false, leavesUnlinked = false); }
+
+fun Launch(m: Mutants) {
+  var word: Word;
+  var modes: seq[bool];
+  word = new Word(m);
+  modes += (0, true); modes += (1, false);
+  new Proc((word = word, id = 0, modes = modes));
+  modes = default(seq[bool]); modes += (0, false); modes += (1, true);
+  new Proc((word = word, id = 1, modes = modes));
+  modes = default(seq[bool]); modes += (0, true); modes += (1, true);
+  new Proc((word = word, id = 2, modes = modes));
+}
+
+machine TestLock { start state S { entry { Launch(NoMutants()); } } }
+machine TestMutantReaderBarges { start state S { entry { var m: Mutants; m = NoMutants(); m.readerBarges = true; Launch(m); } } }
+machine TestMutantSkipReaderWait { start state S { entry { var m: Mutants; m = NoMutants(); m.skipReaderWait = true; Launch(m); } } }
+machine TestMutantUncounted { start state S { entry { var m: Mutants; m = NoMutants(); m.uncounted = true; Launch(m); } } }
+machine TestMutantLeavesUnlinked { start state S { entry { var m: Mutants; m = NoMutants(); m.leavesUnlinked = true; Launch(m); } } }
+
+// Every test case checks every property; models/check knows which must fail, and how.
+test tcLock [main=TestLock]: assert Exclusion, FifoOrder, Progress in { TestLock, Word, Proc };
+test tcMutantReaderBarges [main=TestMutantReaderBarges]: assert Exclusion, FifoOrder, Progress in { TestMutantReaderBarges, Word, Proc };
+test tcMutantSkipReaderWait [main=TestMutantSkipReaderWait]: assert Exclusion, FifoOrder, Progress in { TestMutantSkipReaderWait, Word, Proc };
+test tcMutantUncounted [main=TestMutantUncounted]: assert Exclusion, FifoOrder, Progress in { TestMutantUncounted, Word, Proc };
+test tcMutantLeavesUnlinked [main=TestMutantLeavesUnlinked]: assert Exclusion, FifoOrder, Progress in { TestMutantLeavesUnlinked, Word, Proc };
+test tcReadersTogetherReachable [main=TestLock]: assert ReadersTogetherReachable in { TestLock, Word, Proc };

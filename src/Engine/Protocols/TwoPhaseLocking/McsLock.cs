@@ -1,0 +1,268 @@
+using System.Diagnostics;
+using Contend.Engine.Runtime;
+
+namespace Contend.Engine.Protocols.TwoPhaseLocking;
+
+/// <summary>
+/// The MCS queue lock of specs/MCSLock/MCSLock.tla (exclusive: <see cref="TryLock(ref long, int)"/>,
+/// <see cref="CheckAcquired"/>, <see cref="Unlock"/>, StealDB's) and its reader-writer form of
+/// specs/MCSLock/RWMCSLock.tla (<see cref="TryLockShared"/>, <see cref="TryLockExclusive"/> and
+/// theirs, Mcs's). A record word serves one form or the other, never both. Each waiter spins on
+/// its own queue node. Nodes live in one managed array, one cache line each, and are named by
+/// index + 1 so that 0 is the empty tail:
+/// <code>
+///   record word   [ 63 .............. 32 | 31 ............ 0 ]
+///                 [ readers holding      | tail node id + 1  ]   0 | 0: free, no queue
+///                 (readers: the reader-writer form only; the exclusive form's swap keeps it 0)
+///   queue node    long[8]: [0] next node id + 1 (0: none), [1] spin flag (1: wait),
+///                          [2] ahead: the node queued ahead, for the deadlock detector,
+///                          [3] 1: a reader's node, [4] the lock's key + 1 while the node's reader
+///                          holds (0 otherwise), [5] the lock's key + 1, [6] 1: a writer not yet
+///                          holding, [7] padding
+/// </code>
+/// Words [2]-[6] are only for <see cref="QueueDeadlockDetector"/>, which reads them racily. A
+/// node belongs to one (worker, access) pair and is reused only after the access released it,
+/// which MutantInitKeepsNext shows must start by clearing next.
+/// </summary>
+internal sealed class McsLock
+{
+    const int NodeLongs = 8, Next = 0, SpinFlag = 1, Ahead = 2, IsReader = 3, HeldKey = 4, Key = 5, WriterWaits = 6;
+    const long OneReader = 1L << 32, TailMask = uint.MaxValue;
+
+    /// <summary>Values of a node's ahead word besides a node id + 1.</summary>
+    public const long AheadUnknown = 0, AheadNone = -1;
+
+    readonly long[] _nodes;
+    readonly MutantFlag _releaseClearsTail, _readerBarges;
+
+    public McsLock(int nodes) : this(nodes, default, default) { }
+
+    internal McsLock(int nodes, MutantFlag releaseClearsTail, MutantFlag readerBarges = default)
+    {
+        _nodes = new long[nodes * NodeLongs];
+        _releaseClearsTail = releaseClearsTail;
+        _readerBarges = readerBarges;
+    }
+
+    /// <summary>Nodes in the lock's array.</summary>
+    public int Nodes => _nodes.Length / NodeLongs;
+
+    /// <summary>TRYLOCK: MCSLock.tla InitContext, SwapTail, then EnterFree (true: the
+    /// lock is ours) or LinkBehindPred (false: wait with <see cref="CheckAcquired"/>).</summary>
+    public bool TryLock(ref long tail, int node) => TryLock(ref tail, node, out _);
+
+    /// <inheritdoc cref="TryLock(ref long, int)"/>
+    /// <param name="predecessor">the node queued ahead (id + 1), 0 if none: TRYLOCK's return value, which the
+    /// FIFO hand-over check and StealDB's steal both read</param>
+    public bool TryLock(ref long tail, int node, out long predecessor)
+    {
+        int me = InitContext(node, reader: false, key: 0);
+        // SwapTail: ctx_p = XCHG(lock.tail, lockCtx).
+        long pred = predecessor = Interlocked.Exchange(ref tail, node + 1);
+        Debug.Assert(pred >> 32 == 0, $"node {node}: the exclusive TRYLOCK swapped out a word with readers counted; a record word serves one form only");
+        Publish(me, pred);
+        if (pred == 0) return true; // EnterFree
+        Link(pred, node);
+        return false;
+    }
+
+    /// <summary>CHECKACQUIRED, one look: MCSLock.tla WaiterAcquire once the predecessor cleared our flag.</summary>
+    public bool CheckAcquired(int node) => Volatile.Read(ref _nodes[node * NodeLongs + SpinFlag]) == 0;
+
+    /// <summary>UNLOCK: HolderCheckNext, then HolderReleaseCas or HolderAwaitLink, then HolderHandover.</summary>
+    public void Unlock(ref long tail, int node)
+    {
+        int me = node * NodeLongs;
+        long next = Volatile.Read(ref _nodes[me + Next]); // HolderCheckNext
+        if (next == 0)
+        {
+            if (_releaseClearsTail)
+            {
+                // MCSLock.tla MutantReleaseClearTail (the paper's one-line UNLOCK): a successor
+                // that swapped the tail but has not linked yet is never woken.
+                Volatile.Write(ref tail, 0);
+                return;
+            }
+            // HolderReleaseCas: CAS(lock.tail, lockCtx, null).
+            if (Interlocked.CompareExchange(ref tail, 0, node + 1) == node + 1) return;
+            next = AwaitLink(me); // HolderAwaitLink
+        }
+        // HolderHandover: clear the successor's spin flag.
+        Volatile.Write(ref _nodes[(int)(next - 1) * NodeLongs + SpinFlag], 0);
+    }
+
+    /// <summary>RWMCSLock.tla InitContext and SwapTail of a reader: true when it found no queue
+    /// and holds, counted; false when it queued (wait with <see cref="CheckAcquiredShared"/>).</summary>
+    /// <param name="key">names the lock for the deadlock detector (the same for every node of one record word)</param>
+    public bool TryLockShared(ref long word, int node, long key)
+    {
+        int me = InitContext(node, reader: true, key);
+        while (true)
+        {
+            long w = Volatile.Read(ref word);
+            if ((w & TailMask) == 0 || _readerBarges && w >> 32 != 0)
+            {
+                // No queue: counted and holding (RWMCSLock.tla's fast path). The mutant
+                // (MutantReaderBargesPastWriter) also joins readers that hold while a writer queues.
+                _nodes[me + HeldKey] = key + 1; // before the count: the detector may see an edge early, never late
+                if (Interlocked.CompareExchange(ref word, w + OneReader, w) == w)
+                {
+                    Publish(me, 0);
+                    return true;
+                }
+                _nodes[me + HeldKey] = 0;
+                continue; // the word moved: another thread's step succeeded
+            }
+            if (Interlocked.CompareExchange(ref word, (w & ~TailMask) | (uint)(node + 1), w) == w)
+            {
+                long pred = w & TailMask;
+                Publish(me, pred);
+                Link(pred, node);
+                return false;
+            }
+        }
+    }
+
+    /// <summary>RWMCSLock.tla WaiterWoken of a reader, then its leaving the queue
+    /// (ReaderCheckNext to ReaderPassOn): true once the reader holds and has left the queue,
+    /// having woken the node behind it.</summary>
+    public bool CheckAcquiredShared(ref long word, int node)
+    {
+        int me = node * NodeLongs;
+        if (Volatile.Read(ref _nodes[me + SpinFlag]) != 0) return false;
+        _nodes[me + HeldKey] = _nodes[me + Key];
+        long next = Volatile.Read(ref _nodes[me + Next]); // ReaderCheckNext
+        if (next == 0)
+        {
+            // ReaderLeaveCas: the count may move under the CAS; only a new tail means a successor.
+            while (true)
+            {
+                long w = Volatile.Read(ref word);
+                if ((w & TailMask) != (uint)(node + 1)) break;
+                if (Interlocked.CompareExchange(ref word, w & ~TailMask, w) == w) return true;
+            }
+            next = AwaitLink(me); // ReaderAwaitLink
+        }
+        Wake(ref word, next); // ReaderPassOn
+        return true;
+    }
+
+    /// <summary>RWMCSLock.tla ReaderRelease: one decrement of the count.</summary>
+    public void UnlockShared(ref long word, int node)
+    {
+        Debug.Assert(Volatile.Read(ref word) >> 32 > 0, $"node {node}: a reader released a word with no reader counted");
+        Interlocked.Add(ref word, -OneReader);
+        _nodes[node * NodeLongs + HeldKey] = 0;
+    }
+
+    /// <summary>RWMCSLock.tla InitContext and SwapTail of a writer, then WriterEnter if it is
+    /// the head: true when it holds; false when it waits (with <see cref="CheckAcquiredExclusive"/>)
+    /// for its predecessor, or, at the head, for the readers to release.</summary>
+    public bool TryLockExclusive(ref long word, int node, long key)
+    {
+        int me = InitContext(node, reader: false, key);
+        _nodes[me + WriterWaits] = 1;
+        long w;
+        do w = Volatile.Read(ref word);
+        while (Interlocked.CompareExchange(ref word, (w & ~TailMask) | (uint)(node + 1), w) != w);
+        long pred = w & TailMask;
+        Publish(me, pred);
+        if (pred == 0) Volatile.Write(ref _nodes[me + SpinFlag], 0); // the head from the start
+        else Link(pred, node);
+        return CheckAcquiredExclusive(ref word, node);
+    }
+
+    /// <summary>One look: RWMCSLock.tla WaiterWoken of a writer, then WriterEnter once no reader holds.</summary>
+    public bool CheckAcquiredExclusive(ref long word, int node)
+    {
+        int me = node * NodeLongs;
+        if (Volatile.Read(ref _nodes[me + SpinFlag]) != 0 || Volatile.Read(ref word) >> 32 != 0) return false;
+        _nodes[me + WriterWaits] = 0;
+        return true;
+    }
+
+    /// <summary>True once the node's flag is clear: a reader has been woken (and is counted),
+    /// a writer is the head; an abandoned node (C2) then leaves at once.</summary>
+    public bool IsWoken(int node) => CheckAcquired(node);
+
+    /// <summary>RWMCSLock.tla's writer release (WriterCheckNext to WriterHandover): wakes the node
+    /// behind, counting a reader first. An abandoned writer's node (C2) leaves this way once
+    /// woken: it never held, so it does not wait for readers.</summary>
+    public void UnlockExclusive(ref long word, int node)
+    {
+        int me = node * NodeLongs;
+        long next = Volatile.Read(ref _nodes[me + Next]);
+        if (next == 0)
+        {
+            while (true)
+            {
+                long w = Volatile.Read(ref word);
+                if ((w & TailMask) != (uint)(node + 1)) break;
+                if (Interlocked.CompareExchange(ref word, w & ~TailMask, w) == w) return;
+            }
+            next = AwaitLink(me);
+        }
+        Wake(ref word, next);
+    }
+
+    /// <summary>The node queued ahead of <paramref name="node"/> at its swap (id + 1),
+    /// <see cref="AheadNone"/> if it entered a free lock, <see cref="AheadUnknown"/> while it
+    /// is being queued; a plain load, as <see cref="SeemsGranted"/>.</summary>
+    public long AheadOf(int node) => _nodes[node * NodeLongs + Ahead];
+
+    /// <summary>Whether the node holds, as a plain load for a racy snapshot of many words
+    /// (<see cref="QueueDeadlockDetector"/>) that needs no ordering among them: its flag is
+    /// clear, and a reader-writer writer has seen no reader.</summary>
+    public bool SeemsGranted(int node) => _nodes[node * NodeLongs + SpinFlag] == 0 && _nodes[node * NodeLongs + WriterWaits] == 0;
+
+    /// <summary>A writer at the head of its queue, waiting for readers to release (plain loads).</summary>
+    public bool SeemsWaitingForReaders(int node) => _nodes[node * NodeLongs + SpinFlag] == 0 && _nodes[node * NodeLongs + WriterWaits] != 0;
+
+    /// <summary>Whether <paramref name="reader"/>'s node holds shared the lock <paramref name="writer"/>'s waits for (plain loads).</summary>
+    public bool SeemsSharing(int reader, int writer)
+    {
+        long held = _nodes[reader * NodeLongs + HeldKey];
+        return held != 0 && held == _nodes[writer * NodeLongs + Key];
+    }
+
+    /// <summary>True while <paramref name="node"/> is the last in the queue: no successor has swapped the tail.</summary>
+    public static bool IsTail(ref long tail, int node) => Volatile.Read(ref tail) == node + 1;
+
+    /// <summary>InitContext: nobody can reach this node before the swap publishes it.</summary>
+    int InitContext(int node, bool reader, long key)
+    {
+        int me = node * NodeLongs;
+        Volatile.Write(ref _nodes[me + Next], 0);
+        Volatile.Write(ref _nodes[me + SpinFlag], 1);
+        // The detector's words, plain stores on the node's own line: the swap's interlocked
+        // instruction orders them before it, and a reader that sees "unknown" stops there.
+        _nodes[me + Ahead] = AheadUnknown;
+        _nodes[me + IsReader] = reader ? 1 : 0;
+        _nodes[me + Key] = key + 1;
+        _nodes[me + WriterWaits] = 0;
+        return me;
+    }
+
+    void Publish(int me, long pred) => _nodes[me + Ahead] = pred == 0 ? AheadNone : pred;
+
+    /// <summary>LinkBehindPred: ctx_p.next = lockCtx.</summary>
+    void Link(long pred, int node) => Volatile.Write(ref _nodes[(int)(pred - 1) * NodeLongs + Next], node + 1);
+
+    /// <summary>AwaitLink: a successor swapped the tail and is about to link itself.</summary>
+    long AwaitLink(int me)
+    {
+        long next;
+        var wait = new SpinWait();
+        while ((next = Volatile.Read(ref _nodes[me + Next])) == 0) Spin.Once(ref wait);
+        return next;
+    }
+
+    /// <summary>WakeSuccessor: a reader is counted before its flag clears, so that a head writer
+    /// never sees no reader while a woken one has yet to move.</summary>
+    void Wake(ref long word, long next)
+    {
+        int successor = (int)(next - 1) * NodeLongs;
+        if (Volatile.Read(ref _nodes[successor + IsReader]) != 0) Interlocked.Add(ref word, OneReader);
+        Volatile.Write(ref _nodes[successor + SpinFlag], 0);
+    }
+}
