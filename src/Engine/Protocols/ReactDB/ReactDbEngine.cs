@@ -133,7 +133,7 @@ internal sealed class ReactDbEngine : IAsyncDisposable
         _slots.TryDequeue(out var root);
         Answer<ReactorResult> answer = _taskAnswers ? new TaskAnswer<ReactorResult>()
                                      : _answers.TryDequeue(out var pooled) ? pooled : new PooledAnswer<ReactorResult>(_giveBack, "ReactDbEngine.ExecuteAsync");
-        var program = _programs.GetOrAdd(function, f => TxnProgram.OfCode(f.Name, _db));
+        var program = _programs.GetOrAdd(function, static (f, db) => TxnProgram.OfCode(f.Name, db), _db);
         root!.Call = new RootCall(reactor, function, program, args, cancel, answer);
         var task = answer.Task; // before the root is queued: it may end at once
         Task.Factory.StartNew(_runRoot, root, CancellationToken.None, TaskCreationOptions.DenyChildAttach, _executors[reactor.Container]);

@@ -131,7 +131,7 @@ internal sealed class Mcs : LockingProtocol
         }
         else
         {
-            while (!_lock.IsWoken(node)) Spin.Once(ref wait);
+            while (!_lock.CheckAcquired(node)) Spin.Once(ref wait); // woken: the head; it never held, so it leaves without waiting for readers
             _lock.UnlockExclusive(ref word, node);
         }
         state.Mode[abandoned] = None;

@@ -131,19 +131,7 @@ internal sealed class McsLock
         int me = node * NodeLongs;
         if (Volatile.Read(ref _nodes[me + SpinFlag]) != 0) return false;
         _nodes[me + HeldKey] = _nodes[me + Key];
-        long next = Volatile.Read(ref _nodes[me + Next]); // ReaderCheckNext
-        if (next == 0)
-        {
-            // ReaderLeaveCas: the count may move under the CAS; only a new tail means a successor.
-            while (true)
-            {
-                long w = Volatile.Read(ref word);
-                if ((w & TailMask) != (uint)(node + 1)) break;
-                if (Interlocked.CompareExchange(ref word, w & ~TailMask, w) == w) return true;
-            }
-            next = AwaitLink(me); // ReaderAwaitLink
-        }
-        Wake(ref word, next); // ReaderPassOn
+        LeaveQueue(ref word, node);
         return true;
     }
 
@@ -181,29 +169,10 @@ internal sealed class McsLock
         return true;
     }
 
-    /// <summary>True once the node's flag is clear: a reader has been woken (and is counted),
-    /// a writer is the head; an abandoned node (C2) then leaves at once.</summary>
-    public bool IsWoken(int node) => CheckAcquired(node);
-
     /// <summary>RWMCSLock.tla's writer release (WriterCheckNext to WriterHandover): wakes the node
     /// behind, counting a reader first. An abandoned writer's node (C2) leaves this way once
     /// woken: it never held, so it does not wait for readers.</summary>
-    public void UnlockExclusive(ref long word, int node)
-    {
-        int me = node * NodeLongs;
-        long next = Volatile.Read(ref _nodes[me + Next]);
-        if (next == 0)
-        {
-            while (true)
-            {
-                long w = Volatile.Read(ref word);
-                if ((w & TailMask) != (uint)(node + 1)) break;
-                if (Interlocked.CompareExchange(ref word, w & ~TailMask, w) == w) return;
-            }
-            next = AwaitLink(me);
-        }
-        Wake(ref word, next);
-    }
+    public void UnlockExclusive(ref long word, int node) => LeaveQueue(ref word, node);
 
     /// <summary>The node queued ahead of <paramref name="node"/> at its swap (id + 1),
     /// <see cref="AheadNone"/> if it entered a free lock, <see cref="AheadUnknown"/> while it
@@ -247,6 +216,27 @@ internal sealed class McsLock
 
     /// <summary>LinkBehindPred: ctx_p.next = lockCtx.</summary>
     void Link(long pred, int node) => Volatile.Write(ref _nodes[(int)(pred - 1) * NodeLongs + Next], node + 1);
+
+    /// <summary>A reader's leaving the queue once woken (ReaderCheckNext to ReaderPassOn) and a
+    /// writer's release (WriterCheckNext to WriterHandover), the same steps in RWMCSLock.tla:
+    /// clear the tail if no successor has swapped it, else wait for the successor's link and
+    /// wake it. The count may move under the CAS; only a new tail means a successor.</summary>
+    void LeaveQueue(ref long word, int node)
+    {
+        int me = node * NodeLongs;
+        long next = Volatile.Read(ref _nodes[me + Next]);
+        if (next == 0)
+        {
+            while (true)
+            {
+                long w = Volatile.Read(ref word);
+                if ((w & TailMask) != (uint)(node + 1)) break;
+                if (Interlocked.CompareExchange(ref word, w & ~TailMask, w) == w) return;
+            }
+            next = AwaitLink(me);
+        }
+        Wake(ref word, next);
+    }
 
     /// <summary>AwaitLink: a successor swapped the tail and is about to link itself.</summary>
     long AwaitLink(int me)
