@@ -47,10 +47,11 @@ machine Coordinator {
       if (pos == sizeof(outer)) { goto Delegated; }
       sentTo[outer[pos]] = primaries[outer[pos]];
       pending = outer[pos];
-      send primaries[outer[pos]], eLockOuter, (t = t, coord = this, ks = KeysOn(outer[pos]));
+      Post(primaries[outer[pos]], eLockOuter, (t = t, coord = this, ks = KeysOn(outer[pos])));
       if (MayStop()) { goto Crashed; }
     }
     on eLocked do (r: (p: int, ok: bool)) {
+      if (r.p != pending) { return; } // a doubled answer of a partition locked before (Network.p)
       pending = -1;
       if (r.ok) {
         locked += (r.p);
@@ -71,12 +72,13 @@ machine Coordinator {
     entry {
       hostCopy = primaryCopy[txn.inner];
       delegatedTo = primaries[txn.inner];
-      send primaries[txn.inner], eDelegate, (t = t, coord = this, ks = KeysOn(txn.inner), writes = WritesOn(txn.inner), mayAbort = txn.mayAbort);
+      Post(primaries[txn.inner], eDelegate, (t = t, coord = this, ks = KeysOn(txn.inner), writes = WritesOn(txn.inner), mayAbort = txn.mayAbort));
       if (MayStop()) { goto Crashed; }
     }
     on eNotify do (n: (t: int, copy: int)) { notified += (n.copy); TryLearnCommit(); }
     on eInnerAbort do { commit = false; goto Finishing; }
     on eView do (v: (p: int, copies: set[int])) { OnView(v); TryLearnCommit(); }
+    ignore eLocked; // a doubled grant
     on eElected do (v: (p: int, old: machine, primary: machine, copy: int, copies: set[int], committed: set[int])) {
       Learn(v);
       if (v.p != txn.inner) { return; }
@@ -95,7 +97,7 @@ machine Coordinator {
       waiting = locked;
       if (pending >= 0) { waiting += (pending); }
       foreach (p in waiting) {
-        send primaries[p], eOuterDecision, (t = t, commit = commit, writes = WritesOn(p), coord = this);
+        Post(primaries[p], eOuterDecision, (t = t, commit = commit, writes = WritesOn(p), coord = this));
         if (MayStop()) { goto Crashed; }
       }
       if (sizeof(waiting) == 0) { goto Done; }
@@ -107,7 +109,7 @@ machine Coordinator {
     on eView do OnView;
     on eElected do (v: (p: int, old: machine, primary: machine, copy: int, copies: set[int], committed: set[int])) {
       Learn(v);
-      if (v.p in waiting) { send primaries[v.p], eOuterDecision, (t = t, commit = commit, writes = WritesOn(v.p), coord = this); }
+      if (v.p in waiting) { Post(primaries[v.p], eOuterDecision, (t = t, commit = commit, writes = WritesOn(v.p), coord = this)); }
     }
     ignore eNotify, eInnerAbort, eLocked;
   }

@@ -148,3 +148,11 @@ spec RecoveryCommitReachable observes eOutcome, eRecoveryCommit {
     }
   }
 }
+
+// D5's gap: recovery skips a number no survivor holds, one sent later having overtaken it and its
+// sender cut off before it arrived (Network.p's reordering; FIFO queues never form the gap).
+spec GapSkipReachable observes eSkipped {
+  start state Watching {
+    on eSkipped do (k: (p: int, copy: int, sq: int)) { assert false, format("GapSkipReachable: copy {0} of partition {1} skipped entry {2}, which no survivor held", k.copy, k.p, k.sq); }
+  }
+}

@@ -65,12 +65,16 @@ machine Primary {
     on eLockOuter do (r: (t: int, coord: machine, ks: set[int])) {
       var k: int; var other: int; var victims: set[int];
       if (r.t in cutOff) { return; } // the closed channel delivers nothing
-      if (r.t in ended) { send r.coord, eLocked, (p = p, ok = false); return; }
+      // A doubled request (Network.p), as the engine's OnLockOuter takes one: after a denial here
+      // it is denied again; while its grant is logged, or once it is answered, the grant stands.
+      if (r.t in ended) { if (!ended[r.t]) { Post(r.coord, eLocked, (p = p, ok = false)); } return; }
+      if (Granting(r.t)) { return; }
+      if (sizeof(KeysHeldBy(r.t)) > 0) { Post(r.coord, eLocked, (p = p, ok = true)); return; }
       foreach (k in r.ks) {
         if (k in lock && lock[k] != r.t) {
           ended[r.t] = false;
           announce eOutcome, (t = r.t, p = p, committed = false);
-          send r.coord, eLocked, (p = p, ok = false);
+          Post(r.coord, eLocked, (p = p, ok = false));
           if (cfg.mutants.outerUnilateralAbort) {
             // The twin: every transaction holding a lock here aborts with it, delegated or not.
             foreach (k in keys(lock)) { victims += (lock[k]); }
@@ -92,13 +96,14 @@ machine Primary {
 
     on eDelegate do (d: (t: int, coord: machine, ks: set[int], writes: set[int], mayAbort: bool)) {
       var k: int; var held: bool;
-      if (d.t in cutOff || d.t in ended) { return; }
+      // Cut off, decided here, or a doubled delegation whose inner region is being replicated.
+      if (d.t in cutOff || d.t in ended || (Shipping(d.t) && !cfg.mutants.redoesDoubledDelegation)) { return; }
       announce eShareOpened, (t = d.t, p = p);
       foreach (k in d.ks) { if (k in lock && lock[k] != d.t) { held = true; } }
       if (held || (d.mayAbort && $)) {
         ended[d.t] = false;
         announce eOutcome, (t = d.t, p = p, committed = false);
-        send d.coord, eInnerAbort, d.t;
+        Post(d.coord, eInnerAbort, d.t);
         if (MayStop()) { goto Crashed; }
         return;
       }
@@ -118,7 +123,7 @@ machine Primary {
       // Its grant still being logged (the coordinator aborted while waiting for the answer):
       // the decision applies once it is; an end being logged answers when it is.
       if (Shipping(d.t)) { if (Granting(d.t)) { afterGrant[d.t] = d.commit; } return; }
-      if (d.t in ended) { send d.coord, eOuterDone, p; return; }
+      if (d.t in ended) { Post(d.coord, eOuterDone, p); return; }
       if (OuterEnd(d.t, d.commit, d.writes, d.coord) || MayStop()) { goto Crashed; }
     }
 
@@ -186,7 +191,7 @@ machine Primary {
     while (i < sizeof(done)) { Complete(done[i]); i = i + 1; }
     if (hadReplicas && sizeof(replicas) == 0) {
       i = 0;
-      while (i < sizeof(innerCommitted)) { send innerCommitted[i].coord, eNotify, (t = innerCommitted[i].t, copy = myCopy); i = i + 1; }
+      while (i < sizeof(innerCommitted)) { Post(innerCommitted[i].coord, eNotify, (t = innerCommitted[i].t, copy = myCopy)); i = i + 1; }
     }
   }
 
@@ -198,7 +203,7 @@ machine Primary {
       ReleaseAll(t);
       ended[t] = false;
       announce eOutcome, (t = t, p = p, committed = false);
-      send coord, eOuterDone, p;
+      Post(coord, eOuterDone, p);
       return false;
     }
     if (commit) { return Ship((t = t, kind = KCommit, ks = held, writes = writes, coord = coord)); }
@@ -210,7 +215,7 @@ machine Primary {
   fun AskIfOrphan(t: int) {
     if (t in ended || Shipping(t) || sizeof(KeysHeldBy(t)) == 0 || cfg.txns[t].inner == p) { return; }
     if (cfg.mutants.participantTakesOver) { OuterEnd(t, false, default(set[int]), coordOf[t]); return; }
-    send primaries[cfg.txns[t].inner], eAskOutcome, (t = t, asker = p);
+    Post(primaries[cfg.txns[t].inner], eAskOutcome, (t = t, asker = p));
   }
 
   // RecoverCoordinator, as t's inner host: committed or rejected here, the answer is known;
@@ -225,7 +230,7 @@ machine Primary {
     }
     announce eTakenOver, (t = t, p = p, commit = ended[t]);
     asked[t] -= (asker);
-    send primaries[asker], eTakeoverDecision, (t = t, commit = ended[t]);
+    Post(primaries[asker], eTakeoverDecision, (t = t, commit = ended[t]));
   }
 
   fun Shipping(t: int): bool {
@@ -249,8 +254,8 @@ machine Primary {
   // The next log entry: to every configured replica, or completed at once with none. True if
   // this primary stopped between two of the sends, so that some replicas have the entry and
   // others do not. The twin HostCommitsOnSend commits an inner region as it starts sending, and
-  // may stop before the first send (P's queues deliver what was sent, so "dies before any replica
-  // has the message" is a stop before sending it).
+  // may stop before the first send (a message sent is delivered unless its receiver fenced the
+  // sender first, so "dies before any replica has the message" is a stop before sending it).
   fun Ship(e: Entry): bool {
     var c: int; var shipped: int; var early: bool;
     lastSeq = lastSeq + 1;
@@ -261,7 +266,7 @@ machine Primary {
     if (early) { Complete(lastSeq); }
     foreach (c in replicas) {
       if ((shipped > 0 || early) && MayStop()) { return true; }
-      send replicaMachines[c], eReplicate, (p = p, sq = lastSeq, e = e, from = this);
+      Post(replicaMachines[c], eReplicate, (p = p, sq = lastSeq, e = e, from = this));
       shipped = shipped + 1;
     }
     if (sizeof(replicas) == 0) { Complete(lastSeq); }
@@ -277,7 +282,7 @@ machine Primary {
     entries -= (s);
     missing -= (s);
     if (e.kind == KPrepared) {
-      send e.coord, eLocked, (p = p, ok = true);
+      Post(e.coord, eLocked, (p = p, ok = true));
       if (e.t in afterGrant) { OuterEnd(e.t, afterGrant[e.t], WritesOn(e.t), e.coord); return; }
       if (e.t in cutOff) { AskIfOrphan(e.t); }
       return;
@@ -287,10 +292,10 @@ machine Primary {
     announce eOutcome, (t = e.t, p = p, committed = ended[e.t]);
     if (e.kind == KInner) {
       innerCommitted += (sizeof(innerCommitted), (t = e.t, coord = e.coord));
-      if (sizeof(replicas) == 0) { send e.coord, eNotify, (t = e.t, copy = myCopy); }
+      if (sizeof(replicas) == 0) { Post(e.coord, eNotify, (t = e.t, copy = myCopy)); }
       if (e.t in asked) { waiting = asked[e.t]; foreach (c in waiting) { Answer(e.t, c); } }
     } else {
-      send e.coord, eOuterDone, p;
+      Post(e.coord, eOuterDone, p);
     }
   }
 

@@ -34,7 +34,7 @@ machine Replica {
     }
     on eReplicate do (r: (p: int, sq: int, e: Entry, from: machine)) {
       if (r.from in fenced) { return; }
-      send r.from, eAck, (copy = copy, sq = r.sq);
+      Post(r.from, eAck, (copy = copy, sq = r.sq));
       if (r.sq <= applied || r.sq in log) { return; }
       log[r.sq] = r.e;
       held += (r.sq);
@@ -57,7 +57,7 @@ machine Replica {
       // The twin decides from its own log alone.
       if (cfg.mutants.decideBeforeGather || sizeof(others) == 0) { Decide(); return; }
       foreach (c in keys(others)) {
-        send others[c], eGatherRequest, (epoch = epoch, candidate = this, fromSeq = applied + 1, fence = r.fence);
+        Post(others[c], eGatherRequest, (epoch = epoch, candidate = this, fromSeq = applied + 1, fence = r.fence));
       }
       if (MayStop()) { goto Crashed; }
     }
@@ -66,7 +66,7 @@ machine Replica {
       Fence(g.fence);
       if (g.epoch > epoch) { epoch = g.epoch; }
       foreach (s in keys(log)) { if (s >= g.fromSeq) { entries[s] = log[s]; } }
-      send g.candidate, eGatherReply, (epoch = g.epoch, copy = copy, applied = applied, entries = entries);
+      Post(g.candidate, eGatherReply, (epoch = g.epoch, copy = copy, applied = applied, entries = entries));
       if (MayStop()) { goto Crashed; }
     }
     on eGatherReply do (r: (epoch: int, copy: int, applied: int, entries: map[int, Entry])) {
@@ -83,7 +83,7 @@ machine Replica {
       if (f.from in fenced) { return; }
       Hold(f.entries);
       FlushSkippingGaps();
-      send f.from, eGatherDone, (epoch = f.epoch, copy = copy);
+      Post(f.from, eGatherDone, (epoch = f.epoch, copy = copy));
       if (MayStop()) { goto Crashed; }
     }
     on eGatherDone do (d: (epoch: int, copy: int)) {
@@ -127,7 +127,7 @@ machine Replica {
     foreach (c in keys(others)) {
       lacks = default(map[int, Entry]);
       foreach (s in keys(log)) { if (s > has[c].applied && !(s in has[c].holds)) { lacks[s] = log[s]; } }
-      send others[c], eGatherFill, (epoch = epoch, entries = lacks, from = this);
+      Post(others[c], eGatherFill, (epoch = epoch, entries = lacks, from = this));
       if (MayStop()) { goto Crashed; }
     }
   }
@@ -174,7 +174,7 @@ machine Replica {
     if (e.kind == KInner) {
       ended[e.t] = true;
       innerApplied += (sizeof(innerApplied), (t = e.t, coord = e.coord));
-      send e.coord, eNotify, (t = e.t, copy = copy);
+      Post(e.coord, eNotify, (t = e.t, copy = copy));
     } else if (e.kind == KPrepared) {
       foreach (k in e.ks) { lock[k] = e.t; }
       coordOf[e.t] = e.coord;

@@ -3,7 +3,7 @@
 // and inner host), one machine per replica copy (ReplicaReceive, ReplicaApply, and the gather of a
 // recovery), and a cluster manager (Zookeeper's role, assumed reliable). Any copy or coordinator
 // the configuration allows to fail may crash right after any step it takes, its choice, explored
-// by the checker; the network reorders messages between different pairs of machines.
+// by the checker; the network (Network.p) delivers every message, in any order, perhaps twice.
 // Recovered: a replica's crash (RecoverReplica), a coordinator's (CloseChannels, then the inner
 // host's RecoverCoordinator, D7), and a primary's: CloseChannels, the survivors' gather (D9),
 // DecidePending on the candidate, ElectPrimary and RecoveryCommit, as the engine does them
@@ -16,8 +16,10 @@ type TxnSpec = (ks: set[int], writes: set[int], inner: int, mayAbort: bool);
 
 // Deliberately broken copies of one step each (specs/Chiller/MCChiller.tla's mutants, and the
 // engine's ChillerMutants of the same names).
+// redoesDoubledDelegation is the model's own: an inner host that takes a doubled delegation for a
+// new one (the engine's OnDelegate ignores it), caught only because the network doubles.
 type Mutants = (outerUnilateralAbort: bool, waitForCutOffReplica: bool, participantTakesOver: bool,
-                decideBeforeGather: bool, hostCommitsOnSend: bool);
+                decideBeforeGather: bool, hostCommitsOnSend: bool, redoesDoubledDelegation: bool);
 
 // partOf: each key's partition; copies: of every partition, the first primary being copy 0;
 // mayCrash: the (partition, copy) pairs allowed to crash, a primary among them;

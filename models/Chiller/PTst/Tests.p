@@ -20,7 +20,7 @@ fun ThreeCrossing(): seq[TxnSpec] {
 }
 
 fun NoMutants(): Mutants {
-  return (outerUnilateralAbort = false, waitForCutOffReplica = false, participantTakesOver = false, decideBeforeGather = false, hostCommitsOnSend = false);
+  return (outerUnilateralAbort = false, waitForCutOffReplica = false, participantTakesOver = false, decideBeforeGather = false, hostCommitsOnSend = false, redoesDoubledDelegation = false);
 }
 
 fun Cfg(copies: int, mayCrash: set[(int, int)], m: Mutants): Config {
@@ -91,23 +91,29 @@ machine TestMutantHostCommitsOnSend {
   start state Init { entry { var m: Mutants; m = NoMutants(); m.hostCommitsOnSend = true; Launch(Cfg(2, PrimaryCrash(), m)); } }
 }
 
-test tcTwoCopies [main=TestTwoCopies]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestTwoCopies, Coordinator, Primary, Replica, Manager };
-test tcReplicaCrash [main=TestReplicaCrash]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestReplicaCrash, Coordinator, Primary, Replica, Manager };
-test tcTwoReplicaCrashes [main=TestTwoReplicaCrashes]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestTwoReplicaCrashes, Coordinator, Primary, Replica, Manager };
-test tcMutantOuterUnilateralAbort [main=TestMutantOuterUnilateralAbort]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestMutantOuterUnilateralAbort, Coordinator, Primary, Replica, Manager };
-test tcMutantWaitForCutOffReplica [main=TestMutantWaitForCutOffReplica]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestMutantWaitForCutOffReplica, Coordinator, Primary, Replica, Manager };
-test tcTwoCopiesCommitReachable [main=TestTwoCopies]: assert CommitReachable in { TestTwoCopies, Coordinator, Primary, Replica, Manager };
-test tcReplicaCrashReachable [main=TestReplicaCrash]: assert ReplicaCrashReachable in { TestReplicaCrash, Coordinator, Primary, Replica, Manager };
-test tcTwoReplicaCrashesReachable [main=TestTwoReplicaCrashes]: assert ReplicaCrashReachable in { TestTwoReplicaCrashes, Coordinator, Primary, Replica, Manager };
-test tcCoordinatorCrash [main=TestCoordinatorCrash]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestCoordinatorCrash, Coordinator, Primary, Replica, Manager };
-test tcCoordinatorAndReplicaCrash [main=TestCoordinatorAndReplicaCrash]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestCoordinatorAndReplicaCrash, Coordinator, Primary, Replica, Manager };
-test tcMutantParticipantTakesOver [main=TestMutantParticipantTakesOver]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestMutantParticipantTakesOver, Coordinator, Primary, Replica, Manager };
-test tcCoordinatorCrashTakeoverReachable [main=TestCoordinatorCrash]: assert TakeoverCommitReachable in { TestCoordinatorCrash, Coordinator, Primary, Replica, Manager };
-test tcPrimaryCrash [main=TestPrimaryCrash]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestPrimaryCrash, Coordinator, Primary, Replica, Manager };
-test tcPrimaryCrashThreeCopies [main=TestPrimaryCrashThreeCopies]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestPrimaryCrashThreeCopies, Coordinator, Primary, Replica, Manager };
-test tcPrimaryAndCandidateCrash [main=TestPrimaryAndCandidateCrash]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestPrimaryAndCandidateCrash, Coordinator, Primary, Replica, Manager };
-test tcBothPrimariesCrash [main=TestBothPrimariesCrash]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestBothPrimariesCrash, Coordinator, Primary, Replica, Manager };
-test tcPrimaryAndCoordinatorCrash [main=TestPrimaryAndCoordinatorCrash]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestPrimaryAndCoordinatorCrash, Coordinator, Primary, Replica, Manager };
-test tcMutantDecideBeforeGather [main=TestMutantDecideBeforeGather]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestMutantDecideBeforeGather, Coordinator, Primary, Replica, Manager };
-test tcMutantHostCommitsOnSend [main=TestMutantHostCommitsOnSend]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestMutantHostCommitsOnSend, Coordinator, Primary, Replica, Manager };
-test tcPrimaryCrashRecoveryCommitReachable [main=TestPrimaryCrash]: assert RecoveryCommitReachable in { TestPrimaryCrash, Coordinator, Primary, Replica, Manager };
+machine TestMutantRedoesDoubledDelegation {
+  start state Init { entry { var m: Mutants; m = NoMutants(); m.redoesDoubledDelegation = true; Launch(Cfg(2, default(set[(int, int)]), m)); } }
+}
+
+test tcTwoCopies [main=TestTwoCopies]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestTwoCopies, Coordinator, Primary, Replica, Manager, Courier };
+test tcReplicaCrash [main=TestReplicaCrash]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestReplicaCrash, Coordinator, Primary, Replica, Manager, Courier };
+test tcTwoReplicaCrashes [main=TestTwoReplicaCrashes]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestTwoReplicaCrashes, Coordinator, Primary, Replica, Manager, Courier };
+test tcMutantOuterUnilateralAbort [main=TestMutantOuterUnilateralAbort]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestMutantOuterUnilateralAbort, Coordinator, Primary, Replica, Manager, Courier };
+test tcMutantWaitForCutOffReplica [main=TestMutantWaitForCutOffReplica]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestMutantWaitForCutOffReplica, Coordinator, Primary, Replica, Manager, Courier };
+test tcTwoCopiesCommitReachable [main=TestTwoCopies]: assert CommitReachable in { TestTwoCopies, Coordinator, Primary, Replica, Manager, Courier };
+test tcReplicaCrashReachable [main=TestReplicaCrash]: assert ReplicaCrashReachable in { TestReplicaCrash, Coordinator, Primary, Replica, Manager, Courier };
+test tcTwoReplicaCrashesReachable [main=TestTwoReplicaCrashes]: assert ReplicaCrashReachable in { TestTwoReplicaCrashes, Coordinator, Primary, Replica, Manager, Courier };
+test tcCoordinatorCrash [main=TestCoordinatorCrash]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestCoordinatorCrash, Coordinator, Primary, Replica, Manager, Courier };
+test tcCoordinatorAndReplicaCrash [main=TestCoordinatorAndReplicaCrash]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestCoordinatorAndReplicaCrash, Coordinator, Primary, Replica, Manager, Courier };
+test tcMutantParticipantTakesOver [main=TestMutantParticipantTakesOver]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestMutantParticipantTakesOver, Coordinator, Primary, Replica, Manager, Courier };
+test tcCoordinatorCrashTakeoverReachable [main=TestCoordinatorCrash]: assert TakeoverCommitReachable in { TestCoordinatorCrash, Coordinator, Primary, Replica, Manager, Courier };
+test tcPrimaryCrash [main=TestPrimaryCrash]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestPrimaryCrash, Coordinator, Primary, Replica, Manager, Courier };
+test tcPrimaryCrashThreeCopies [main=TestPrimaryCrashThreeCopies]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestPrimaryCrashThreeCopies, Coordinator, Primary, Replica, Manager, Courier };
+test tcPrimaryAndCandidateCrash [main=TestPrimaryAndCandidateCrash]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestPrimaryAndCandidateCrash, Coordinator, Primary, Replica, Manager, Courier };
+test tcBothPrimariesCrash [main=TestBothPrimariesCrash]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestBothPrimariesCrash, Coordinator, Primary, Replica, Manager, Courier };
+test tcPrimaryAndCoordinatorCrash [main=TestPrimaryAndCoordinatorCrash]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestPrimaryAndCoordinatorCrash, Coordinator, Primary, Replica, Manager, Courier };
+test tcMutantDecideBeforeGather [main=TestMutantDecideBeforeGather]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestMutantDecideBeforeGather, Coordinator, Primary, Replica, Manager, Courier };
+test tcMutantHostCommitsOnSend [main=TestMutantHostCommitsOnSend]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestMutantHostCommitsOnSend, Coordinator, Primary, Replica, Manager, Courier };
+test tcPrimaryCrashRecoveryCommitReachable [main=TestPrimaryCrash]: assert RecoveryCommitReachable in { TestPrimaryCrash, Coordinator, Primary, Replica, Manager, Courier };
+test tcMutantRedoesDoubledDelegation [main=TestMutantRedoesDoubledDelegation]: assert Atomicity, ReplicaAgreement, Termination, SharesEnd in { TestMutantRedoesDoubledDelegation, Coordinator, Primary, Replica, Manager, Courier };
+test tcPrimaryCrashGapSkipReachable [main=TestPrimaryCrash]: assert GapSkipReachable in { TestPrimaryCrash, Coordinator, Primary, Replica, Manager, Courier };
