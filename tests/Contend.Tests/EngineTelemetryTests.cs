@@ -14,7 +14,7 @@ namespace Contend.Tests;
 /// </summary>
 public class EngineTelemetryTests
 {
-    sealed class ListLogger : ILogger
+    internal sealed class ListLogger : ILogger
     {
         public readonly ConcurrentQueue<(LogLevel Level, EventId Id, string Message, Exception? Error)> Entries = new();
         public IDisposable? BeginScope<TState>(TState state) where TState : notnull => null;
@@ -24,7 +24,7 @@ public class EngineTelemetryTests
     }
 
     /// <summary>A host's factory: meters it made, disposed with it.</summary>
-    sealed class HostMeters : IMeterFactory
+    internal sealed class HostMeters : IMeterFactory
     {
         public readonly List<Meter> Made = [];
         public Meter Create(MeterOptions options)

@@ -3,12 +3,12 @@ namespace Contend.Tests;
 /// <summary>
 /// The package as a user meets it: Contend.Engine packed from this build, a project outside the
 /// repository (tests/Consumer, copied out) restoring it from a local folder feed, and one
-/// transaction run through it.
+/// transfer run through each of its front doors (ContendEngine, ReactDbEngine).
 /// </summary>
 public class PackageTests
 {
     [Fact]
-    public void AConsumerRestoresThePackedPackageAndRunsATransaction()
+    public void AConsumerRestoresThePackedPackageAndRunsATransactionThroughEachFrontDoor()
     {
         string work = Directory.CreateTempSubdirectory("contend-package-").FullName;
         try
@@ -33,6 +33,7 @@ public class PackageTests
                                     consumer, TimeSpan.FromMinutes(4));
             Assert.True(run.Code == 0, run.Output);
             Assert.Contains("transfer: Committed, balances 750 and 1250; overdraft: UserAborted (User)", run.Output);
+            Assert.Contains("reactor transfer: Committed, balances 750 and 1250; overdraft: UserAborted (User)", run.Output);
             // It ran the packed assembly, not a build of the repository's.
             Assert.True(File.Exists(Path.Combine(work, "packages", "contend.engine", version, "lib", "net10.0", "Contend.Engine.dll")));
         }

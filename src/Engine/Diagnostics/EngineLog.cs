@@ -18,6 +18,9 @@ internal static partial class EngineLog
     [LoggerMessage(4, LogLevel.Error, "Contend engine '{Engine}' failed and refuses every transaction from now on")]
     public static partial void EngineFailed(ILogger logger, Exception error, string engine);
 
+    [LoggerMessage(6, LogLevel.Information, "Contend ReactDB engine '{Engine}' started: {Containers} containers of {Executors} executors each, {Reactors} reactors, {MaxRoots} roots in flight at most")]
+    public static partial void ReactDbStarted(ILogger logger, string engine, int containers, int executors, int reactors, int maxRoots);
+
     [LoggerMessage(5, LogLevel.Warning, "Contend engine '{Engine}', worker {Worker}: {Reason}")]
     public static partial void NotPinned(ILogger logger, string engine, int worker, string reason);
 }

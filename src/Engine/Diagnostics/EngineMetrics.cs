@@ -12,7 +12,8 @@ namespace Contend.Engine.Diagnostics;
 /// listener's collection reads the counters the workers keep anyway, so a run costs nothing
 /// more with a listener than without one.
 /// <list type="bullet">
-/// <item><c>contend.transactions.committed</c> {protocol, workload}</item>
+/// <item><c>contend.transactions.committed</c> {protocol, workload}: a <see cref="Protocols.ReactDB.ReactDbEngine"/>'s
+/// roots too, tagged protocol <c>ReactDB</c> and workload its name</item>
 /// <item><c>contend.transactions.aborted</c> {protocol, workload, reason}: conflict aborts
 /// (retried) and the logic's own (reason <c>User</c>, <c>TableFull</c>, <c>DuplicateKey</c>; not retried)</item>
 /// <item>each protocol's own counters {protocol}, declared by its descriptor
@@ -53,14 +54,16 @@ internal sealed class EngineMetrics
     /// <summary>The protocols' own counters of ended runs, per instrument and protocol name.</summary>
     readonly Dictionary<(string Instrument, string Protocol), long> _endedProtocol = [];
 
+    /// <param name="Protocol">the protocol's name, the series' tag</param>
+    /// <param name="Counting">the instance whose own counters the run adds to (null: none)</param>
     /// <param name="Baseline">the protocol's own counters when the run began: an instance
     /// may serve several runs, and each run adds only what it counted</param>
-    sealed record Tracked(IProtocol Protocol, string Workload, WorkerStats[] Workers, (string Instrument, long Value)[] Baseline);
+    sealed record Tracked(string Protocol, IProtocol? Counting, string Workload, WorkerStats[] Workers, (string Instrument, long Value)[] Baseline);
 
     /// <summary>A protocol's own counters, each monotonic over the instance's life. Read while its
     /// workers run, each is a plain read of a word its workers bump: approximate, never torn.</summary>
-    static (string Instrument, long Value)[] ProtocolCounters(IProtocol protocol) =>
-        ProtocolRegistry.TryFind(protocol.Name, out var descriptor)
+    static (string Instrument, long Value)[] ProtocolCounters(IProtocol? protocol) =>
+        protocol is not null && ProtocolRegistry.TryFind(protocol.Name, out var descriptor)
             ? descriptor.Counters.Select(c => (c.Instrument, c.Read(protocol))).ToArray()
             : [];
 
@@ -78,9 +81,16 @@ internal sealed class EngineMetrics
     /// <summary>Tracks a run's workers until the returned handle is disposed; then their final
     /// counts join the ended runs'. <see cref="WorkerPool"/> calls it for every run, and
     /// <see cref="Runtime.ContendEngine"/> for its workers.</summary>
-    public IDisposable Track(IProtocol protocol, string workload, WorkerStats[] workers)
+    public IDisposable Track(IProtocol protocol, string workload, WorkerStats[] workers) =>
+        Track(new Tracked(protocol.Name, protocol, workload, workers, ProtocolCounters(protocol)));
+
+    /// <summary>Tracks the counters of an engine that runs <paramref name="protocol"/> outside the
+    /// registry's descriptors (ReactDB's roots, one <see cref="WorkerStats"/> per root slot).</summary>
+    public IDisposable Track(string protocol, string workload, WorkerStats[] slots) =>
+        Track(new Tracked(protocol, null, workload, slots, []));
+
+    IDisposable Track(Tracked tracked)
     {
-        var tracked = new Tracked(protocol, workload, workers, ProtocolCounters(protocol));
         lock (_gate) _live.Add(tracked);
         return new Handle(this, tracked);
     }
@@ -102,12 +112,12 @@ internal sealed class EngineMetrics
         lock (_gate)
         {
             _live.Remove(tracked);
-            var key = (tracked.Protocol.Name, tracked.Workload);
+            var key = (tracked.Protocol, tracked.Workload);
             if (!_ended.TryGetValue(key, out var sum)) _ended[key] = sum = new WorkerStats();
             foreach (var w in tracked.Workers)
                 if (w.Measuring) sum.Add(w);
             foreach (var (instrument, count) in Counted(tracked))
-                _endedProtocol[(instrument, tracked.Protocol.Name)] = _endedProtocol.GetValueOrDefault((instrument, tracked.Protocol.Name)) + count;
+                _endedProtocol[(instrument, tracked.Protocol)] = _endedProtocol.GetValueOrDefault((instrument, tracked.Protocol)) + count;
         }
     }
 
@@ -125,7 +135,7 @@ internal sealed class EngineMetrics
         }
         foreach (var t in _live)
         {
-            var key = (t.Protocol.Name, t.Workload);
+            var key = (t.Protocol, t.Workload);
             if (!sums.TryGetValue(key, out var sum)) sums[key] = sum = new WorkerStats();
             foreach (var w in t.Workers)
                 if (w.Measuring) sum.AddLive(w);
@@ -151,7 +161,7 @@ internal sealed class EngineMetrics
 
     /// <summary>What a run's protocol counted since the run began.</summary>
     static IEnumerable<(string Instrument, long Count)> Counted(Tracked t) =>
-        ProtocolCounters(t.Protocol).Zip(t.Baseline, (now, then) => (now.Instrument, now.Value - then.Value));
+        ProtocolCounters(t.Counting).Zip(t.Baseline, (now, then) => (now.Instrument, now.Value - then.Value));
 
     IEnumerable<Measurement<long>> ProtocolMeasurements(string instrument)
     {
@@ -160,7 +170,7 @@ internal sealed class EngineMetrics
             var sums = _endedProtocol.Where(e => e.Key.Instrument == instrument).ToDictionary(e => e.Key.Protocol, e => e.Value);
             foreach (var t in _live)
                 foreach (var (name, count) in Counted(t))
-                    if (name == instrument) sums[t.Protocol.Name] = sums.GetValueOrDefault(t.Protocol.Name) + count;
+                    if (name == instrument) sums[t.Protocol] = sums.GetValueOrDefault(t.Protocol) + count;
             return sums.Select(e => new Measurement<long>(e.Value, new KeyValuePair<string, object?>("protocol", e.Key))).ToList();
         }
     }

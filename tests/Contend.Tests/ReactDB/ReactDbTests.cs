@@ -23,7 +23,7 @@ public class ReactDbTests
 
     /// <summary>Reactors acct0..acct(n-1), acct i on container i % containers, each with a
     /// relation "balance" of <see cref="Rows"/> rows holding <see cref="Initial"/>.</summary>
-    static ReactorDeployment Bank(int reactors, int containers)
+    internal static ReactorDeployment Bank(int reactors, int containers)
     {
         var db = new Database();
         var payload = new byte[8];
@@ -48,7 +48,7 @@ public class ReactDbTests
     }
 
     /// <summary>args: row, amount. Adds the amount to the row of the reactor it runs on.</summary>
-    static readonly ReactorFunction Deposit = new("deposit", (call, args) =>
+    internal static readonly ReactorFunction Deposit = new("deposit", (call, args) =>
     {
         long amount = args.Span[1];
         return ValueTask.FromResult(call.Write(call.Reactor.Relation("balance"), args.Span[0], row => Add(row, amount)));
@@ -381,8 +381,10 @@ public class ReactDbTests
 
         Assert.True((await running.WaitAsync(Deadline)).Outcome.Committed);
         await disposal.WaitAsync(Deadline);
-        await Assert.ThrowsAsync<ObjectDisposedException>(() => waiting.WaitAsync(Deadline));
-        await Assert.ThrowsAsync<ObjectDisposedException>(() => engine.ExecuteAsync(deployment.Reactors[0], Deposit, new long[] { 0, 1 }).AsTask());
+        var refused = await Assert.ThrowsAsync<EngineClosedException>(() => waiting.WaitAsync(Deadline));
+        Assert.False(refused.Retryable);
+        Assert.Contains("engine 'reactdb' is closed", refused.Message);
+        await Assert.ThrowsAsync<EngineClosedException>(() => engine.ExecuteAsync(deployment.Reactors[0], Deposit, new long[] { 0, 1 }).AsTask());
     }
 
     [Fact]
@@ -396,7 +398,41 @@ public class ReactDbTests
         var a = deployment.Add("a", 1, "rows");
         Assert.Contains("the name is taken", Assert.Throws<ArgumentException>(() => deployment.Add("a", 0)).Message);
         Assert.Contains("has no relation 'stock' (its relations: rows)", Assert.Throws<ArgumentException>(() => a.Relation("stock")).Message);
-        Assert.Contains("ExecutorsPerContainer = 0", Assert.Throws<ArgumentException>(() => new ReactDbEngine(deployment, new ReactDbOptions { ExecutorsPerContainer = 0 })).Message);
-        Assert.Contains("MaxRootsInFlight = 200: outside 1..128", Assert.Throws<ArgumentException>(() => new ReactDbEngine(deployment, new ReactDbOptions { MaxRootsInFlight = 200 })).Message);
+        Assert.Contains("reactor b: container -1 outside 0..1", Assert.Throws<ArgumentOutOfRangeException>(() => deployment.Add("b", -1)).Message);
+        Assert.Contains("1..16 containers", Assert.Throws<ArgumentOutOfRangeException>(() => new ReactorDeployment(db, 17)).Message);
+        Assert.Throws<ArgumentException>(() => new ReactorFunction("", (_, _) => ValueTask.FromResult(0L)));
+
+        // Each option out of range is named, by Validate as by the engine's constructor.
+        foreach (var (options, named) in new (ReactDbOptions, string)[]
+                 {
+                     (new() { ExecutorsPerContainer = 0 }, "ReactDbOptions.ExecutorsPerContainer = 0: outside 1..64"),
+                     (new() { ExecutorsPerContainer = 65 }, "ReactDbOptions.ExecutorsPerContainer = 65: outside 1..64"),
+                     (new() { MaxRootsInFlight = 0 }, "ReactDbOptions.MaxRootsInFlight = 0: outside 1..256 for 1 containers"),
+                     (new() { ContextRows = 0 }, "ReactDbOptions.ContextRows = 0: outside 1..65536"),
+                     (new() { ContextBytes = 63 }, "ReactDbOptions.ContextBytes = 63: outside 64 B..64 MiB"),
+                     (new() { MaxAttempts = 0 }, "ReactDbOptions.MaxAttempts = 0: at least 1"),
+                 })
+        {
+            var alone = Assert.Throws<ArgumentOutOfRangeException>(options.Validate);
+            Assert.Contains(named, alone.Message);
+            Assert.Equal(alone.ParamName, Assert.Throws<ArgumentOutOfRangeException>(() => new ReactDbEngine(deployment, options)).ParamName);
+        }
+        Assert.Contains("ReactDbOptions.Name", Assert.Throws<ArgumentException>(new ReactDbOptions { Name = "" }.Validate).Message);
+        // Within range alone, but not for this deployment: 200 roots of 2 contexts each are more than 256.
+        new ReactDbOptions { MaxRootsInFlight = 200 }.Validate();
+        Assert.Contains("ReactDbOptions.MaxRootsInFlight = 200: outside 1..128 for 2 containers", Assert.Throws<ArgumentOutOfRangeException>(() => new ReactDbEngine(deployment, new ReactDbOptions { MaxRootsInFlight = 200 })).Message);
+    }
+
+    /// <summary>The engine keeps a copy of its options: the caller's instance stays the caller's.</summary>
+    [Fact]
+    public async Task TheEngineKeepsACopyOfItsOptions()
+    {
+        var options = new ReactDbOptions { MaxAttempts = 3, Name = "copy" };
+        await using var engine = new ReactDbEngine(Bank(1, 1), options);
+        options.MaxAttempts = 1;
+        options.Name = "changed";
+        Assert.Equal(3, engine.Options.MaxAttempts);
+        Assert.Equal("copy", engine.Options.Name);
+        Assert.NotSame(options, engine.Options);
     }
 }

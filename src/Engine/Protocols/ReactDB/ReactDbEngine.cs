@@ -1,14 +1,22 @@
 using System.Collections.Concurrent;
+using System.Diagnostics;
+using System.Diagnostics.Metrics;
+using Contend.Engine.Diagnostics;
 using Contend.Engine.History;
 using Contend.Engine.Programs;
 using Contend.Engine.Protocols.Silo;
 using Contend.Engine.Runtime;
 using Contend.Engine.Storage;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
 
 namespace Contend.Engine.Protocols.ReactDB;
 
 /// <summary>What a root transaction came to, and its logic's result when it committed.</summary>
-internal readonly record struct ReactorResult(TxnOutcome Outcome, long Value);
+/// <param name="Outcome">committed, ended by its logic (<see cref="ReactorCall.AbortRoot"/>, a
+/// missing key), or given up after <see cref="ReactDbOptions.MaxAttempts"/> conflict aborts</param>
+/// <param name="Value">what the root's function returned, when it committed; 0 otherwise</param>
+public readonly record struct ReactorResult(TxnOutcome Outcome, long Value);
 
 /// <summary>
 /// ReactDB (seed 004; specs/ReactDB/ReactDB.tla as argued in proofs/ReactDB.md): reactors in
@@ -21,11 +29,24 @@ internal readonly record struct ReactorResult(TxnOutcome Outcome, long Value);
 /// A submitted root runs on its reactor's container. Its attempt ends when its logic has ended
 /// and every sub-transaction has completed; then its thread commits (or aborts) every context,
 /// and a conflict abort (a failed validation, a lock held at commit, the conservative abort) is
-/// retried after a randomized back-off. The engine owns the database from its construction to
-/// its disposal, as <see cref="ContendEngine"/> does.
+/// retried after a randomized back-off.
+/// <para>It is the front door for reactor functions as <see cref="ContendEngine"/> is for op
+/// DAGs, and keeps its conventions: options checked at construction, errors of the same types
+/// (<see cref="EngineClosedException"/>, <see cref="TransactionFailedException"/>), outcomes as
+/// <see cref="TxnOutcome"/>, and telemetry on the same meter and activity source
+/// (<see cref="ContendEngine.TelemetryName"/>), its series tagged protocol <c>ReactDB</c> and
+/// workload <see cref="ReactDbOptions.Name"/>. Decision: a second class rather than a protocol
+/// behind <see cref="ContendEngine"/>, because a ReactDB transaction is a tree of asynchronous
+/// calls run on the containers' executors, not a program a worker runs to its end; what the two
+/// share (Silo's phases, contexts, outcomes, telemetry) is the same code.</para>
+/// <para>One engine per database: the engine claims the deployment's database (a second engine
+/// is refused, a table created after the claim is refused) and disposes it when it is disposed.</para>
 /// </remarks>
-internal sealed class ReactDbEngine : IAsyncDisposable
+public sealed class ReactDbEngine : IAsyncDisposable
 {
+    /// <summary>The protocol's name in the engine's telemetry.</summary>
+    const string ProtocolName = "ReactDB";
+
     readonly ReactorDeployment _deployment;
     readonly ReactDbOptions _options;
     readonly Database _db;
@@ -40,24 +61,32 @@ internal sealed class ReactDbEngine : IAsyncDisposable
     readonly bool _taskAnswers;
     readonly HistoryRecorder? _recorder;
     readonly ConcurrentDictionary<ReactorFunction, TxnProgram> _programs = new();
+    readonly ILogger _log;
+    readonly IDisposable _metrics;
     long _timestamps;
     int _closed;
-    long _committed, _userAborted, _conflictAborts;
-    readonly long[] _abortsByReason = new long[Enum.GetValues<AbortReason>().Length];
 
     /// <summary>Claims the deployment's database (every table made and loaded) and starts the executors.</summary>
+    /// <param name="deployment">the reactors and their containers; the engine owns its database from here on and disposes it</param>
+    /// <param name="options">checked here, against the deployment's containers</param>
+    /// <param name="logger">the engine's start and stop, and a function that threw</param>
+    /// <param name="meters">makes the engine's meter (a host's); without one, the process's meter
+    /// named <see cref="ContendEngine.TelemetryName"/></param>
     /// <exception cref="ArgumentException">an option out of range, named</exception>
     /// <exception cref="InvalidOperationException">another engine serves the database</exception>
-    public ReactDbEngine(ReactorDeployment deployment, ReactDbOptions options) : this(deployment, options, ReactDbMutants.None, taskAnswers: false)
+    public ReactDbEngine(ReactorDeployment deployment, ReactDbOptions options, ILogger? logger = null, IMeterFactory? meters = null)
+        : this(deployment, options, ReactDbMutants.None, taskAnswers: false, logger, meters)
     {
     }
 
     /// <param name="mutants">broken steps, for the tests that must catch them</param>
     /// <param name="taskAnswers">answer through tasks, which Coyote's scheduler controls</param>
-    internal ReactDbEngine(ReactorDeployment deployment, ReactDbOptions options, ReactDbMutants mutants, bool taskAnswers)
+    internal ReactDbEngine(ReactorDeployment deployment, ReactDbOptions options, ReactDbMutants mutants, bool taskAnswers,
+                           ILogger? logger = null, IMeterFactory? meters = null)
     {
         ArgumentNullException.ThrowIfNull(deployment);
         ArgumentNullException.ThrowIfNull(options);
+        options = options with { }; // the caller's instance stays the caller's to change
         options.Validate(deployment.Containers);
         _deployment = deployment;
         _options = options;
@@ -65,6 +94,7 @@ internal sealed class ReactDbEngine : IAsyncDisposable
         _db.Claim(options.Name);
         Silo = new SiloOcc(new ProtocolSetup(_db, 1) { Mutants = mutants == ReactDbMutants.None ? null : mutants });
         Mutants = new ReactDbTwins(mutants);
+        _log = logger ?? NullLogger.Instance;
         int containers = deployment.Containers, executors = options.ExecutorsPerContainer;
         bool pin = options.PinExecutors && containers * executors <= Environment.ProcessorCount;
         _executors = new ContainerExecutor[containers];
@@ -78,6 +108,9 @@ internal sealed class ReactDbEngine : IAsyncDisposable
         _giveBack = _answers.Enqueue;
         _runRoot = root => _ = RunRoot((RootTransaction)root!);
         _taskAnswers = taskAnswers;
+        _metrics = (meters is null ? EngineMetrics.Default : EngineMetrics.For(meters))
+            .Track(ProtocolName, options.Name, Array.ConvertAll(_roots, r => r.Stats));
+        EngineLog.ReactDbStarted(_log, options.Name, containers, executors, deployment.Reactors.Count, options.MaxRootsInFlight);
     }
 
     /// <summary>The participant every container's context commits through: Silo's phases.</summary>
@@ -90,10 +123,29 @@ internal sealed class ReactDbEngine : IAsyncDisposable
     /// root runs. Null in production.</summary>
     internal ReactDbTrace? Trace { get; set; }
 
+    /// <summary>The reactors and containers the engine serves.</summary>
     public ReactorDeployment Deployment => _deployment;
 
-    /// <summary>Roots committed, ended by their logic, and attempts aborted by a conflict and retried.</summary>
-    public EngineCounts Counts => new(Volatile.Read(ref _committed), Volatile.Read(ref _userAborted), Volatile.Read(ref _conflictAborts));
+    /// <summary>The options the engine was made with (a copy: later changes to the caller's do nothing).</summary>
+    public ReactDbOptions Options => _options;
+
+    /// <summary>Roots committed, ended by their logic, and attempts aborted by a conflict: a
+    /// snapshot, approximate while roots run, exact once none does.</summary>
+    public EngineCounts Counts
+    {
+        get
+        {
+            var sum = Totals();
+            return new EngineCounts(sum.Commits, sum.UserAborts, sum.TotalAborts);
+        }
+    }
+
+    WorkerStats Totals()
+    {
+        var sum = new WorkerStats();
+        foreach (var root in _roots) sum.AddLive(root.Stats);
+        return sum;
+    }
 
     /// <summary>
     /// Runs <paramref name="function"/> on <paramref name="reactor"/> as a root transaction, from any
@@ -101,15 +153,18 @@ internal sealed class ReactDbEngine : IAsyncDisposable
     /// thread pool, never on an executor. Waits (without blocking a thread) while
     /// <see cref="ReactDbOptions.MaxRootsInFlight"/> roots run. Await the task once.
     /// </summary>
+    /// <param name="args">the root function's arguments; not copied, so not to be changed until the task ends</param>
+    /// <exception cref="ArgumentException">the reactor is of another deployment (thrown at the call)</exception>
     /// <exception cref="TransactionFailedException">a function of its tree threw; the attempt was undone</exception>
     /// <exception cref="OperationCanceledException">the token was cancelled before the root started, or before a retry</exception>
+    /// <exception cref="EngineClosedException">the engine was closing: the root did not run</exception>
     public ValueTask<ReactorResult> ExecuteAsync(Reactor reactor, ReactorFunction function, ReadOnlyMemory<long> args, CancellationToken cancel = default)
     {
         ArgumentNullException.ThrowIfNull(reactor);
         ArgumentNullException.ThrowIfNull(function);
         if (reactor.Deployment != _deployment)
-            throw new ArgumentException($"engine {_options.Name}: reactor {reactor.Name} is of another deployment", nameof(reactor));
-        if (Volatile.Read(ref _closed) != 0) return ValueTask.FromException<ReactorResult>(new ObjectDisposedException(nameof(ReactDbEngine), $"engine {_options.Name} is closed"));
+            throw new ArgumentException($"engine '{_options.Name}': reactor {reactor.Name} is of another deployment", nameof(reactor));
+        if (Volatile.Read(ref _closed) != 0) return ValueTask.FromException<ReactorResult>(new EngineClosedException(_options.Name));
         if (cancel.IsCancellationRequested) return ValueTask.FromCanceled<ReactorResult>(cancel);
         return _free.Wait(0) ? Start(reactor, function, args, cancel) : WhenFreeAsync(reactor, function, args, cancel);
     }
@@ -127,14 +182,14 @@ internal sealed class ReactDbEngine : IAsyncDisposable
         if (Volatile.Read(ref _closed) != 0)
         {
             _free.Release(); // a call that waited while the engine closed gets its slot back from the disposal, and leaves
-            return ValueTask.FromException<ReactorResult>(
-                new ObjectDisposedException(nameof(ReactDbEngine), $"engine {_options.Name} closed while the call waited for a slot: the transaction did not run"));
+            return ValueTask.FromException<ReactorResult>(new EngineClosedException(_options.Name));
         }
         _slots.TryDequeue(out var root);
         Answer<ReactorResult> answer = _taskAnswers ? new TaskAnswer<ReactorResult>()
                                      : _answers.TryDequeue(out var pooled) ? pooled : new PooledAnswer<ReactorResult>(_giveBack, "ReactDbEngine.ExecuteAsync");
         var program = _programs.GetOrAdd(function, static (f, db) => TxnProgram.OfCode(f.Name, db), _db);
-        root!.Call = new RootCall(reactor, function, program, args, cancel, answer);
+        bool traced = EngineTracing.Begin(out var parent, out _);
+        root!.Call = new RootCall(reactor, function, program, args, cancel, answer, Stopwatch.GetTimestamp(), traced, parent);
         var task = answer.Task; // before the root is queued: it may end at once
         Task.Factory.StartNew(_runRoot, root, CancellationToken.None, TaskCreationOptions.DenyChildAttach, _executors[reactor.Container]);
         return task;
@@ -149,14 +204,17 @@ internal sealed class ReactDbEngine : IAsyncDisposable
         ReactorResult result;
         try
         {
-            result = await Attempts(root, call.Reactor, call.Function, call.Program, call.Args, call.Cancel);
+            result = await Attempts(root, call);
         }
         catch (Exception error)
         {
+            if (error is TransactionFailedException) EngineLog.TransactionFailed(_log, error.InnerException!, _options.Name, call.Program.Name);
+            if (call.Traced) EngineTracing.End(call.TraceParent, call.Submitted, _options.Name, ProtocolName, call.Program.Name, default, error);
             FreeSlot(root);
             call.Answer.SetException(error);
             return;
         }
+        if (call.Traced) EngineTracing.End(call.TraceParent, call.Submitted, _options.Name, ProtocolName, call.Program.Name, result.Outcome, null);
         FreeSlot(root);
         call.Answer.SetResult(result);
     }
@@ -168,9 +226,11 @@ internal sealed class ReactDbEngine : IAsyncDisposable
     }
 
     /// <summary>The root's attempts, to a commit, a final abort, or the last attempt allowed.</summary>
-    async ValueTask<ReactorResult> Attempts(RootTransaction root, Reactor reactor, ReactorFunction function, TxnProgram program,
-                                       ReadOnlyMemory<long> args, CancellationToken cancel)
+    async ValueTask<ReactorResult> Attempts(RootTransaction root, RootCall call)
     {
+        var (reactor, function, program, args, cancel) = (call.Reactor, call.Function, call.Program, call.Args, call.Cancel);
+        var stats = root.Stats;
+        long started = Stopwatch.GetTimestamp(); // a commit's latency runs from its first attempt, as ContendEngine's
         long timestamp = Interlocked.Increment(ref _timestamps);
         ulong rng = Rng.Seed((ulong)timestamp, reactor.Id);
         int maxAttempts = _options.MaxAttempts ?? int.MaxValue;
@@ -191,19 +251,10 @@ internal sealed class ReactDbEngine : IAsyncDisposable
             else reason = root.Commit(Silo, Mutants, Trace);
             root.CountDecision(System.Diagnostics.Stopwatch.GetTimestamp() - decided);
             root.Release(reactor.Container, node);
-            if (reason == AbortReason.None)
-            {
-                Interlocked.Increment(ref _committed);
-                return new ReactorResult(new TxnOutcome(Outcome.Committed, AbortReason.None, attempt), value);
-            }
             if (root.Error is { } error) throw new TransactionFailedException(program, error);
-            if (reason.IsFinal())
-            {
-                Interlocked.Increment(ref _userAborted);
-                return new ReactorResult(new TxnOutcome(Outcome.UserAborted, reason, attempt), 0);
-            }
-            Interlocked.Increment(ref _conflictAborts);
-            Interlocked.Increment(ref _abortsByReason[(int)reason]);
+            var outcome = reason == AbortReason.None ? Outcome.Committed : AbortReasons.OutcomeOf(reason);
+            stats.Count(outcome, reason, started);
+            if (outcome != Outcome.Aborted) return new ReactorResult(new TxnOutcome(outcome, reason, attempt), outcome == Outcome.Committed ? value : 0);
             if (attempt >= maxAttempts) return new ReactorResult(new TxnOutcome(Outcome.Aborted, reason, attempt), 0);
             cancel.ThrowIfCancellationRequested();
             Spin.Backoff(attempt, ref rng);
@@ -234,11 +285,12 @@ internal sealed class ReactDbEngine : IAsyncDisposable
         }
     }
 
-    /// <summary>Conflict aborts so far, indexed by <see cref="AbortReason"/>.</summary>
-    public long[] ConflictAbortsByReason()
+    /// <summary>Conflict aborts so far, indexed by <see cref="AbortReason"/> (the final reasons' slots 0).</summary>
+    internal long[] ConflictAbortsByReason()
     {
-        var counts = new long[_abortsByReason.Length];
-        for (int i = 0; i < counts.Length; i++) counts[i] = Volatile.Read(ref _abortsByReason[i]);
+        var counts = Totals().Aborts;
+        for (int r = 0; r < counts.Length; r++)
+            if (((AbortReason)r).IsFinal()) counts[r] = 0;
         return counts;
     }
 
@@ -246,7 +298,7 @@ internal sealed class ReactDbEngine : IAsyncDisposable
     /// BeginCommit, once every sub-transaction has completed, to the end of its last WriteStep or
     /// its AbortAll, over the engine's life (the paper's commit cost, seed 004 Section 4.3); NaN
     /// before any. Call once no root runs.</summary>
-    public double MeanCommitMicros()
+    internal double MeanCommitMicros()
     {
         long decisions = 0, ticks = 0;
         foreach (var root in _roots)
@@ -259,7 +311,8 @@ internal sealed class ReactDbEngine : IAsyncDisposable
     }
 
     /// <summary>Every committed root's reads and writes (with <see cref="ReactDbOptions.RecordHistory"/>),
-    /// one entry per container it committed in; call once no root runs.</summary>
+    /// one entry per container it committed in, for <see cref="SerializabilityChecker"/>; call once no root runs.</summary>
+    /// <exception cref="InvalidOperationException">the engine was made without <see cref="ReactDbOptions.RecordHistory"/></exception>
     public IReadOnlyList<CommittedTxn> History() =>
         _recorder?.Collect() ?? throw new InvalidOperationException($"engine {_options.Name}: history is recorded only with {nameof(ReactDbOptions.RecordHistory)}");
 
@@ -269,6 +322,9 @@ internal sealed class ReactDbEngine : IAsyncDisposable
         if (Interlocked.Exchange(ref _closed, 1) != 0) return;
         for (int i = 0; i < _options.MaxRootsInFlight; i++) await _free.WaitAsync().ConfigureAwait(false);
         foreach (var executor in _executors) await executor.StopAsync().ConfigureAwait(false);
+        var counts = Counts;
+        EngineLog.Stopped(_log, _options.Name, counts.Committed, counts.UserAborted, counts.ConflictAborts);
+        _metrics.Dispose();
         _db.Release();
         _db.Dispose();
         _free.Release(_options.MaxRootsInFlight); // calls still waiting for a slot wake up, find the engine closed, and throw

@@ -5,27 +5,39 @@ namespace Contend.Engine.Protocols.ReactDB;
 
 /// <summary>A reactor function's logic: a (sub-)transaction on <paramref name="call"/>'s reactor.
 /// Its result goes back to its caller (for a root, to whoever submitted it).</summary>
-internal delegate ValueTask<long> ReactorLogic(ReactorCall call, ReadOnlyMemory<long> args);
+public delegate ValueTask<long> ReactorLogic(ReactorCall call, ReadOnlyMemory<long> args);
 
 /// <summary>Reads a row's payload and returns a result.</summary>
-internal delegate long RowReader(ReadOnlySpan<byte> row);
+public delegate long RowReader(ReadOnlySpan<byte> row);
 
 /// <summary>Changes a row's payload in place and returns a result.</summary>
-internal delegate long RowWriter(Span<byte> row);
+public delegate long RowWriter(Span<byte> row);
 
 /// <summary>A function reactors of some type offer: a name (a root's names its transactions in
 /// histories and errors) and its logic.</summary>
-internal sealed class ReactorFunction(string name, ReactorLogic logic)
+public sealed class ReactorFunction
 {
-    public string Name { get; } = name;
-    public ReactorLogic Logic { get; } = logic;
+    /// <exception cref="ArgumentException">the name is empty</exception>
+    public ReactorFunction(string name, ReactorLogic logic)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(name);
+        ArgumentNullException.ThrowIfNull(logic);
+        Name = name;
+        Logic = logic;
+    }
 
+    /// <summary>The function's name: a root's names its transaction in histories, errors, logs and spans.</summary>
+    public string Name { get; }
+    /// <summary>What it does.</summary>
+    public ReactorLogic Logic { get; }
+
+    /// <summary>Its name.</summary>
     public override string ToString() => Name;
 }
 
 /// <summary>Unwinds a function's logic once its root has failed (D9); the engine catches it.
 /// Logic that catches it anyway changes nothing: the root still aborts.</summary>
-internal sealed class RootAbortedException() : Exception("the root transaction has aborted; the rest of this function's logic is skipped");
+public sealed class RootAbortedException() : Exception("the root transaction has aborted; the rest of this function's logic is skipped");
 
 /// <summary>
 /// A (sub-)transaction as its logic sees it: reads and writes of its own reactor's relations, in
@@ -38,7 +50,7 @@ internal sealed class RootAbortedException() : Exception("the root transaction h
 /// <remarks>Not thread-safe, as the paper's context is not (D3): the logic uses it from one flow
 /// of control, awaiting its futures before calling again if it likes, but never handing it to
 /// another thread.</remarks>
-internal sealed class ReactorCall
+public sealed class ReactorCall
 {
     readonly ReactDbEngine _engine;
     /// <summary>The sub-transactions called that complete after this one's logic: a synchronous

@@ -5,7 +5,7 @@ namespace Contend.Engine.Protocols.ReactDB;
 /// <summary>A reactor: a named actor whose state is relations of its own, mapped to one
 /// container at deployment (seed 004, Section 2.1). Its functions read and write only its own
 /// relations; everything else they reach by calling another reactor.</summary>
-internal sealed class Reactor
+public sealed class Reactor
 {
     readonly Dictionary<string, Relation> _relations = new(StringComparer.Ordinal);
 
@@ -18,6 +18,7 @@ internal sealed class Reactor
     }
 
     internal ReactorDeployment Deployment { get; }
+    /// <summary>Its name, unique in its deployment.</summary>
     public string Name { get; }
     /// <summary>Its place in <see cref="ReactorDeployment.Reactors"/>.</summary>
     public int Id { get; }
@@ -34,17 +35,28 @@ internal sealed class Reactor
 
     internal void Add(Relation relation) => _relations.Add(relation.Name, relation);
 
+    /// <summary>Its name.</summary>
     public override string ToString() => Name;
 }
 
 /// <summary>One of a reactor's relations: a table of the database that only this reactor's
 /// functions read and write.</summary>
-internal sealed class Relation(Reactor owner, string name, Table table)
+public sealed class Relation
 {
-    public Reactor Owner { get; } = owner;
-    public string Name { get; } = name;
-    internal Table Table { get; } = table;
+    internal Relation(Reactor owner, string name, Table table)
+    {
+        Owner = owner;
+        Name = name;
+        Table = table;
+    }
 
+    /// <summary>The reactor whose relation it is.</summary>
+    public Reactor Owner { get; }
+    /// <summary>Its name in its reactor.</summary>
+    public string Name { get; }
+    internal Table Table { get; }
+
+    /// <summary>reactor.relation: the name of its table.</summary>
     public override string ToString() => $"{Owner.Name}.{Name}";
 }
 
@@ -55,14 +67,15 @@ internal sealed class Relation(Reactor owner, string name, Table table)
 /// and one container per reactor group with one executor each (async); everything between is a
 /// map too.
 /// </summary>
-internal sealed class ReactorDeployment
+public sealed class ReactorDeployment
 {
     readonly List<Reactor> _reactors = new();
     readonly Dictionary<string, Reactor> _byName = new(StringComparer.Ordinal);
     readonly HashSet<int> _ownedTables = new();
 
     /// <param name="db">the database whose tables are the reactors' relations</param>
-    /// <param name="containers">how many containers the database is divided into</param>
+    /// <param name="containers">how many containers the database is divided into, 1..<see cref="ReactDbOptions.MaxContainers"/></param>
+    /// <exception cref="ArgumentOutOfRangeException">the containers out of range</exception>
     public ReactorDeployment(Database db, int containers)
     {
         ArgumentNullException.ThrowIfNull(db);
@@ -72,8 +85,11 @@ internal sealed class ReactorDeployment
         Containers = containers;
     }
 
+    /// <summary>The database whose tables are the reactors' relations.</summary>
     public Database Database { get; }
+    /// <summary>How many containers the database is divided into.</summary>
     public int Containers { get; }
+    /// <summary>The reactors, in the order they were added (<see cref="Reactor.Id"/>).</summary>
     public IReadOnlyList<Reactor> Reactors => _reactors;
 
     /// <summary>Adds a reactor mapped to <paramref name="container"/>, whose relation R is the

@@ -7,8 +7,11 @@ using Contend.Engine.Runtime;
 namespace Contend.Engine.Protocols.ReactDB;
 
 /// <summary>A caller's root: what runs, with what, and where its outcome goes.</summary>
+/// <param name="Submitted">the call's <see cref="Stopwatch"/> timestamp: the latency's start, and its span's</param>
+/// <param name="Traced">whether the call is traced (<see cref="Diagnostics.EngineTracing"/>), under <paramref name="TraceParent"/></param>
 internal readonly record struct RootCall(Reactor Reactor, ReactorFunction Function, TxnProgram Program, ReadOnlyMemory<long> Args,
-                                         CancellationToken Cancel, Answer<ReactorResult> Answer);
+                                         CancellationToken Cancel, Answer<ReactorResult> Answer,
+                                         long Submitted, bool Traced, ActivityContext TraceParent);
 
 /// <summary>
 /// One root transaction's state across its containers, kept in a slot reused by the roots that
@@ -43,7 +46,11 @@ internal sealed class RootTransaction
             _contexts[c] = new TxnContext(slot * containers + c, recorder, options.ContextRows, options.ContextBytes);
         _holders = new ReactorCall?[containers];
         _spans = new bool[containers];
+        Stats.Reset(); // measured from the start: an engine has no warm-up
     }
+
+    /// <summary>The outcomes of the roots this slot has run (written by each root's thread in turn).</summary>
+    public WorkerStats Stats { get; } = new();
 
     public TxnProgram Program { get; private set; } = null!;
     /// <summary>The root's container: its context there is held from the start to the end of the commit (D8).</summary>
