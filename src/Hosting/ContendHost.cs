@@ -1,5 +1,4 @@
 using System.Diagnostics.Metrics;
-using Contend.Engine.History;
 using Contend.Engine.Runtime;
 using Contend.Engine.Storage;
 using Microsoft.Extensions.DependencyInjection;
@@ -16,7 +15,7 @@ namespace Contend.Hosting;
 /// (<see cref="EngineClosedException"/>), then the database is freed. An engine that records its
 /// history has it checked then, and the verdict logged.
 /// </summary>
-internal sealed partial class ContendHost<TSchema> : IHostedService where TSchema : class
+internal sealed class ContendHost<TSchema> : IHostedService where TSchema : class
 {
     readonly ILogger _log;
     readonly EngineOptions _options;
@@ -44,29 +43,6 @@ internal sealed partial class ContendHost<TSchema> : IHostedService where TSchem
 
     public Task StartAsync(CancellationToken cancellationToken) => Task.CompletedTask; // started when made
 
-    public async Task StopAsync(CancellationToken cancellationToken)
-    {
-        try
-        {
-            await Engine.DisposeAsync().AsTask().WaitAsync(cancellationToken).ConfigureAwait(false);
-        }
-        catch (OperationCanceledException)
-        {
-            DrainCutShort(_log, _options.Name);
-            return;
-        }
-        if (!_options.RecordHistory) return;
-        var report = SerializabilityChecker.Check(Engine.History());
-        if (report.Serializable) HistorySerializable(_log, _options.Name, report.Transactions);
-        else HistoryNotSerializable(_log, _options.Name, report.Transactions, report.Anomalies.Count, report.Anomalies[0].Description);
-    }
-
-    [LoggerMessage(1, LogLevel.Warning, "Contend engine '{Engine}': the host's stop timed out before the engine drained; transactions still running end on their own")]
-    static partial void DrainCutShort(ILogger logger, string engine);
-
-    [LoggerMessage(2, LogLevel.Information, "Contend engine '{Engine}': history of {Transactions} committed transactions checked: serializable")]
-    static partial void HistorySerializable(ILogger logger, string engine, int transactions);
-
-    [LoggerMessage(3, LogLevel.Error, "Contend engine '{Engine}': history of {Transactions} committed transactions checked: NOT serializable, {Anomalies} anomalies; first: {First}")]
-    static partial void HistoryNotSerializable(ILogger logger, string engine, int transactions, int anomalies, string first);
+    public Task StopAsync(CancellationToken cancellationToken) =>
+        HostedStop.DrainAndCheckAsync(Engine.DisposeAsync, _options.RecordHistory ? Engine.History : null, _log, _options.Name, cancellationToken);
 }

@@ -1,3 +1,4 @@
+using Contend.Engine.Protocols.ReactDB;
 using Contend.Engine.Runtime;
 using Contend.Engine.Storage;
 using Microsoft.Extensions.DependencyInjection;
@@ -6,7 +7,7 @@ using Microsoft.Extensions.Options;
 
 namespace Contend.Hosting;
 
-/// <summary>Registers a <see cref="ContendEngine"/> with a host.</summary>
+/// <summary>Registers a <see cref="ContendEngine"/> or a <see cref="ReactDbEngine"/> (or one of each) with a host.</summary>
 public static class ContendServiceCollectionExtensions
 {
     /// <summary>
@@ -38,6 +39,52 @@ public static class ContendServiceCollectionExtensions
         services.AddHostedService(sp => sp.GetRequiredService<ContendHost<TSchema>>());
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IValidateOptions<EngineOptions>, EngineOptionsValidation>());
         return services.AddOptions<EngineOptions>().BindConfiguration(configSectionPath).ValidateOnStart();
+    }
+
+    /// <summary>
+    /// Adds one ReactDB engine to the host: <see cref="ReactDbOptions"/> bound from the
+    /// configuration section <paramref name="configSectionPath"/> and checked at start-up, the
+    /// engine and its <see cref="ReactorDeployment"/> as singletons, and a hosted service that
+    /// starts the engine with the host and drains it when the host stops.
+    /// </summary>
+    /// <param name="services">the host's services</param>
+    /// <param name="deploy">creates and loads every table of the empty database it is given and
+    /// returns the deployment of reactors over it; runs once, when the engine is first needed
+    /// (at the latest when the host starts)</param>
+    /// <param name="configSectionPath">the configuration section bound to the options</param>
+    /// <returns>the options' builder, to configure them further in code</returns>
+    /// <exception cref="InvalidOperationException">a ReactDB engine was added already</exception>
+    public static OptionsBuilder<ReactDbOptions> AddReactDb(this IServiceCollection services,
+        Func<Database, IServiceProvider, ReactorDeployment> deploy, string configSectionPath = "ReactDB")
+    {
+        ArgumentNullException.ThrowIfNull(services);
+        ArgumentNullException.ThrowIfNull(deploy);
+        if (services.Any(s => s.ServiceType == typeof(ReactDbEngine)))
+            throw new InvalidOperationException("AddReactDb: a ReactDB engine is registered already; a host runs one per database, and one database here");
+        services.AddSingleton(sp => new ReactDbHost(sp, deploy));
+        services.AddSingleton(sp => sp.GetRequiredService<ReactDbHost>().Engine);
+        services.AddSingleton(sp => sp.GetRequiredService<ReactDbHost>().Engine.Deployment);
+        services.AddHostedService(sp => sp.GetRequiredService<ReactDbHost>());
+        services.TryAddEnumerable(ServiceDescriptor.Singleton<IValidateOptions<ReactDbOptions>, ReactDbOptionsValidation>());
+        return services.AddOptions<ReactDbOptions>().BindConfiguration(configSectionPath).ValidateOnStart();
+    }
+}
+
+/// <summary>ReactDB's own checks, run when the host starts. The check of the roots in flight
+/// against the deployment's containers waits for the engine: the deployment is made with it.</summary>
+internal sealed class ReactDbOptionsValidation : IValidateOptions<ReactDbOptions>
+{
+    public ValidateOptionsResult Validate(string? name, ReactDbOptions options)
+    {
+        try
+        {
+            options.Validate();
+            return ValidateOptionsResult.Success;
+        }
+        catch (ArgumentException e)
+        {
+            return ValidateOptionsResult.Fail(e.Message);
+        }
     }
 }
 

@@ -22,10 +22,10 @@ public class ReactDbTests
     static readonly TimeSpan Deadline = TimeSpan.FromMinutes(1);
 
     /// <summary>Reactors acct0..acct(n-1), acct i on container i % containers, each with a
-    /// relation "balance" of <see cref="Rows"/> rows holding <see cref="Initial"/>.</summary>
-    internal static ReactorDeployment Bank(int reactors, int containers)
+    /// relation "balance" of <see cref="Rows"/> rows holding <see cref="Initial"/>, in <paramref name="into"/> or a new database.</summary>
+    internal static ReactorDeployment Bank(int reactors, int containers, Database? into = null)
     {
-        var db = new Database();
+        var db = into ?? new Database();
         var payload = new byte[8];
         BinaryPrimitives.WriteInt64LittleEndian(payload, Initial);
         for (int i = 0; i < reactors; i++)
@@ -56,7 +56,7 @@ public class ReactDbTests
 
     /// <summary>args: row, amount, target reactor, target row. Takes the amount from this reactor's
     /// row and deposits it at the target (a call: synchronous in this container, else queued).</summary>
-    static ReactorFunction Transfer(ReactorDeployment deployment) => new("transfer", async (call, args) =>
+    internal static ReactorFunction Transfer(ReactorDeployment deployment) => new("transfer", async (call, args) =>
     {
         long amount = args.Span[1];
         call.Write(call.Reactor.Relation("balance"), args.Span[0], row => Add(row, -amount));
