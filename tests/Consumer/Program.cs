@@ -36,6 +36,7 @@ var outcome = await engine.ExecuteAsync(transfer, [0, 1, 250], results);
 var refused = await engine.ExecuteAsync(transfer, [0, 1, 5_000]);
 Console.WriteLine($"transfer: {outcome.Outcome}, balances {results[0]} and {results[1]}; overdraft: {refused.Outcome} ({refused.Reason})");
 
+// README: reactdb begin
 // The same transfer between two reactors in two containers: a root on alice's container and a
 // sub-transaction queued on bob's, committed by ReactDB's two-container commit.
 var mart = new Database();
@@ -49,12 +50,13 @@ var pay = new ReactorFunction("pay", async (call, amount) =>
     long left = call.Write(call.Reactor.Relation("balance"), 0, row => Add(row, -amount.Span[0]));
     if (left < 0) call.AbortRoot(); // nothing of the root is written, here or at bob's
     long theirs = await call.CallAsync(bob, credit, amount);
-    return left * 10_000 + theirs;
+    return left * 10_000 + theirs; // a root returns one number: both balances in it
 });
 await using var reactors = new ReactDbEngine(deployment, new ReactDbOptions());
 var paid = await reactors.ExecuteAsync(alice, pay, new long[] { 250 });
 var unpaid = await reactors.ExecuteAsync(alice, pay, new long[] { 5_000 });
 Console.WriteLine($"reactor transfer: {paid.Outcome.Outcome}, balances {paid.Value / 10_000} and {paid.Value % 10_000}; overdraft: {unpaid.Outcome.Outcome} ({unpaid.Outcome.Reason})");
+// README: reactdb end
 return outcome.Committed && paid.Outcome.Committed ? 0 : 1;
 
 static long Add(Span<byte> row, long amount)

@@ -33,15 +33,18 @@ public partial class SampleServiceTests
     [GeneratedRegex(@"history of (\d+) committed transactions checked: serializable")]
     private static partial Regex Serializable();
 
-    /// <summary>README's "Embed it" example is the sample's code between its markers, verbatim.</summary>
-    [Fact]
-    public void ReadmesExampleIsTheSamplesCode()
+    /// <summary>README's "Embed it" examples are code that runs, verbatim between its markers:
+    /// the bank service's, and the package consumer's reactors (run by <see cref="PackageTests"/>).</summary>
+    [Theory]
+    [InlineData("samples/Bank/Program.cs", "embed")]
+    [InlineData("tests/Consumer/Program.cs", "reactdb")]
+    public void ReadmesExamplesAreCodeThatRuns(string file, string marker)
     {
-        string sample = File.ReadAllText(Path.Combine(Processes.Root, "samples", "Bank", "Program.cs"));
-        const string begin = "// README: embed begin\n", end = "// README: embed end";
-        int from = sample.IndexOf(begin, StringComparison.Ordinal), to = sample.IndexOf(end, StringComparison.Ordinal);
-        Assert.True(from >= 0 && to > from, "samples/Bank/Program.cs lost its README markers");
-        string region = sample[(from + begin.Length)..to];
+        string code = File.ReadAllText(Path.Combine(Processes.Root, file));
+        string begin = $"// README: {marker} begin\n", end = $"// README: {marker} end";
+        int from = code.IndexOf(begin, StringComparison.Ordinal), to = code.IndexOf(end, StringComparison.Ordinal);
+        Assert.True(from >= 0 && to > from, $"{file} lost its README markers '{marker}'");
+        string region = code[(from + begin.Length)..to];
         Assert.Contains("```csharp\n" + region + "```\n", File.ReadAllText(Path.Combine(Processes.Root, "README.md")));
     }
 
