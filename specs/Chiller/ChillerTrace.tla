@@ -1,6 +1,6 @@
 ---------------------------- MODULE ChillerTrace ----------------------------
 (***************************************************************************)
-(* Trace validation: is a run of the engine a behaviour of Spec?          *)
+(* Trace validation: is a run of the engine a behaviour of Spec?           *)
 (*                                                                         *)
 (* The engine's simulated cluster (src/Engine/Protocols/Chiller) reports   *)
 (* every step it takes as the action of Chiller.tla it implements          *)
@@ -29,12 +29,15 @@
 (*    ReplicaApply (which are the inner region's) and are not recorded;    *)
 (*    the recorded workloads keep inner and outer regions on partitions of *)
 (*    their own, so an outer partition's log holds no inner entry and      *)
-(*    LogApplied holds there.                                             *)
+(*    LogApplied holds there.                                              *)
 (*  - The spec's transactions may abort only at the inner host             *)
 (*    (MayAbort): the recorded programs' outer bodies never abort.         *)
-(*  - A replica's failure is traced, and a primary's with one survivor:   *)
-(*    with more, the engine gathers by messages (a request, a reply, a     *)
-(*    fill per survivor), finer than the spec's GatherPending step.  The   *)
+(*  - A replica's failure is traced, and a primary's with one survivor     *)
+(*    and with two.  With two, the engine gathers by messages (a request,  *)
+(*    a reply, a fill per survivor); each entry a survivor takes from      *)
+(*    another is the spec's GatherPending of that copy and transaction     *)
+(*    (recorded instead of its ReplicaReceive), and the messages that      *)
+(*    carry no entry change nothing the spec holds.  The                   *)
 (*    recorded primary's crash keeps coordinators off its node, so that it *)
 (*    is one Crash.  A coordinator's failure is not traced: its successor  *)
 (*    does not finish the transaction as the spec's (proofs/Chiller.md,    *)
@@ -136,6 +139,11 @@ TraceCloseChannels(e) ==
     /\ e.kind = "CloseChannels"
     /\ CloseChannels(<<e.p, e.c>>)
 
+\* Survivor <<e.p, e.c>> takes a pending entry another survivor holds.
+TraceGatherPending(e) ==
+    /\ e.kind = "GatherPending"
+    /\ GatherPending(e.p, <<e.p, e.c>>, e.t)
+
 TraceDecidePending(e) ==
     /\ e.kind = "DecidePending"
     /\ DecidePending(e.p)
@@ -160,7 +168,8 @@ TraceNext ==
          \/ TraceCoordLearnCommit(e) \/ TraceCoordLearnAbort(e)
          \/ TraceOuterCommit(e) \/ TraceOuterRelease(e) \/ TraceCoordFinish(e)
          \/ TraceCrash(e) \/ TraceRecoverReplica(e)
-         \/ TraceCloseChannels(e) \/ TraceDecidePending(e) \/ TraceElectPrimary(e) \/ TraceRecoveryCommit(e)
+         \/ TraceCloseChannels(e) \/ TraceGatherPending(e) \/ TraceDecidePending(e)
+         \/ TraceElectPrimary(e) \/ TraceRecoveryCommit(e)
     /\ Consume
 
 TraceSpec == TraceInit /\ [][TraceNext]_traceVars

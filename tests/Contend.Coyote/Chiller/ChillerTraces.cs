@@ -60,6 +60,14 @@ public static class ChillerTraces
             e => Has(e, ChillerStep.RecoveryCommit) && e.SkipWhile(x => x.Step != ChillerStep.ElectPrimary).Any(x => x.Step == ChillerStep.InnerCommit)
                  && e.SkipWhile(x => x.Step != ChillerStep.ElectPrimary).Any(x => x.Step == ChillerStep.CoordFinish),
             CoordinatorNodes: [1]),
+        new("ChillerTracePrimaryCrashThreeCopies", 3, ChillerMutants.None, [PrimaryStopsAfterItsSecondInnerRegion],
+            "the same crash with two replicas: the survivors gather by messages (GatherPending as each copy takes an entry it lacked), the candidate decides, is elected and serves",
+            e => Has(e, ChillerStep.GatherPending) && Has(e, ChillerStep.RecoveryCommit)
+                 && e.SkipWhile(x => x.Step != ChillerStep.ElectPrimary).Any(x => x.Step == ChillerStep.CoordFinish),
+            CoordinatorNodes: [1]),
+        new("ChillerTraceTwinDecideBeforeGather", 3, ChillerMutants.DecideBeforeGather, [PrimaryStopsAfterItsSecondInnerRegion],
+            "twin: the candidate decides from its own log while the other survivor holds a pending entry it lacks",
+            DecidesWithoutAnEntryASurvivorHolds, CoordinatorNodes: [1]),
         new("ChillerTraceTwinHostCommitsOnSend", 2, ChillerMutants.HostCommitsOnSend, [],
             "twin: the inner host commits before its replica has the entry",
             e => e.Any(c => c.Step == ChillerStep.InnerCommit
@@ -68,6 +76,19 @@ public static class ChillerTraces
             "twin: an outer lock let go once its op has run, and taken by another transaction before the first ends",
             LockedWhileHeld),
     ];
+
+    /// <summary>A recovery decides while a survivor other than the deciding copy holds an entry
+    /// the deciding copy has neither received nor gathered.</summary>
+    static bool DecidesWithoutAnEntryASurvivorHolds(List<ChillerEvent> events)
+    {
+        int crash = events.FindIndex(e => e.Step is null);
+        int decide = events.FindIndex(e => e.Step == ChillerStep.DecidePending);
+        if (crash < 0 || decide < crash) return false;
+        var crashed = events[crash].Node;
+        var before = events.Take(decide).Where(e => e.Step is ChillerStep.ReplicaReceive or ChillerStep.GatherPending && e.Partition == 0).ToList();
+        int decider = events[decide].Node;
+        return before.Any(e => e.Node != decider && e.Node != crashed && !before.Any(d => d.Node == decider && d.Txn == e.Txn));
+    }
 
     /// <summary>Some transaction locks an outer record another still holds as the spec counts it
     /// (from its CoordLockOuter to its OuterCommit or OuterRelease).</summary>
@@ -161,8 +182,8 @@ public static class ChillerTraces
         ChillerStep.CoordLockOuter, ChillerStep.CoordLockDenied, ChillerStep.CoordDelegate, ChillerStep.InnerExecute,
         ChillerStep.InnerReject, ChillerStep.InnerCommit, ChillerStep.ReplicaReceive, ChillerStep.ReplicaApply,
         ChillerStep.CoordLearnCommit, ChillerStep.CoordLearnAbort, ChillerStep.OuterCommit, ChillerStep.OuterRelease,
-        ChillerStep.CoordFinish, ChillerStep.RecoverReplica, ChillerStep.CloseChannels, ChillerStep.DecidePending,
-        ChillerStep.ElectPrimary, ChillerStep.RecoveryCommit,
+        ChillerStep.CoordFinish, ChillerStep.RecoverReplica, ChillerStep.CloseChannels, ChillerStep.GatherPending,
+        ChillerStep.DecidePending, ChillerStep.ElectPrimary, ChillerStep.RecoveryCommit,
     ];
 
     /// <summary>The run as a module extending ChillerTrace: attempts numbered 1, 2, ... in the order
@@ -188,12 +209,13 @@ public static class ChillerTraces
             {
                 if (!Traced.Contains(step)) throw new InvalidOperationException($"{c.Name}, seed {seed}: the run took {step}, which the trace spec does not follow");
                 if (step == ChillerStep.CoordDelegate) innerOf[e.Txn] = e.Partition;
-                // An outer share's log entries are not the spec's inner replication (D3).
-                if (step is ChillerStep.ReplicaReceive or ChillerStep.ReplicaApply && (!innerOf.TryGetValue(e.Txn, out int inner) || inner != e.Partition)) continue;
+                // An outer share's log entries are not the spec's inner replication (D3), nor gathered as pending.
+                if (step is ChillerStep.ReplicaReceive or ChillerStep.ReplicaApply or ChillerStep.GatherPending
+                    && (!innerOf.TryGetValue(e.Txn, out int inner) || inner != e.Partition)) continue;
                 kind = step.ToString();
             }
             bool copyStep = e.Step is null or ChillerStep.ReplicaReceive or ChillerStep.ReplicaApply or ChillerStep.RecoverReplica
-                                      or ChillerStep.CloseChannels or ChillerStep.ElectPrimary;
+                                      or ChillerStep.CloseChannels or ChillerStep.GatherPending or ChillerStep.ElectPrimary;
             string reads = string.Join(", ", e.Reads.Select(r => $"<<{r.Key}, {(r.Version == 0 ? "InitVal" : Txn(r.Version))}>>"));
             lines.Add($"    [kind |-> \"{kind}\", t |-> {(e.Txn == 0 ? "0" : Txn(e.Txn))}, p |-> {Part(e.Partition)}, " +
                       $"c |-> {(copyStep ? CopyOf(e.Node) : 0)}, reads |-> {{{reads}}}]");

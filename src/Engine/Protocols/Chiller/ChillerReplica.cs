@@ -69,12 +69,14 @@ internal sealed class ChillerReplica(int node, int partition, int copy, Database
         }
     }
 
-    /// <summary>ReplicaReceive: keeps an entry not seen before; false for a doubled one.</summary>
-    bool Hold(Replicate m)
+    /// <summary>Keeps an entry not seen before, as <paramref name="step"/>: ReplicaReceive from the
+    /// primary, GatherPending from another survivor during a recovery (the spec's GatherPending is
+    /// that receipt, not a second step after it); false for a doubled one.</summary>
+    bool Hold(Replicate m, ChillerStep step = ChillerStep.ReplicaReceive)
     {
         if (!_log.TryAdd(m.Seq, m)) return false;
         if (m.Seq > _applied) _held.Add(m.Seq, m);
-        cluster.Trace(ChillerStep.ReplicaReceive, m.Txn, partition, node);
+        cluster.Trace(step, m.Txn, partition, node);
         return true;
     }
 
@@ -149,8 +151,7 @@ internal sealed class ChillerReplica(int node, int partition, int copy, Database
     {
         if (_gathering is not { } g || g.Epoch != m.Epoch || !g.Replying.Remove(m.Copy)) return;
         g.Has[m.Copy] = (m.Applied, m.Entries.Select(e => e.Seq).ToHashSet());
-        foreach (var entry in m.Entries)
-            if (Hold(entry)) cluster.Trace(ChillerStep.GatherPending, entry.Txn, partition, node);
+        foreach (var entry in m.Entries) Hold(entry, ChillerStep.GatherPending);
         if (g.Replying.Count == 0) FillOthers();
     }
 
@@ -169,8 +170,7 @@ internal sealed class ChillerReplica(int node, int partition, int copy, Database
 
     void OnGatherFill(int from, GatherFill m)
     {
-        foreach (var entry in m.Entries)
-            if (Hold(entry with { Copy = copy })) cluster.Trace(ChillerStep.GatherPending, entry.Txn, partition, node);
+        foreach (var entry in m.Entries) Hold(entry with { Copy = copy }, ChillerStep.GatherPending);
         FlushSkippingGaps();
         cluster.Send(node, from, new GatherDone(partition, m.Epoch, copy));
     }
