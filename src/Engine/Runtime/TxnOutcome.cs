@@ -18,7 +18,7 @@ public readonly record struct TxnOutcome(Outcome Outcome, AbortReason Reason, in
     public bool Committed => Outcome == Outcome.Committed;
 }
 
-/// <summary>What an engine has done so far (<see cref="ContendEngine.Counts"/>).</summary>
+/// <summary>What an engine has done so far (<see cref="ContendEngine.Counts"/>, <see cref="Protocols.ReactDB.ReactDbEngine.Counts"/>).</summary>
 /// <param name="Committed">transactions committed</param>
 /// <param name="UserAborted">transactions ended by their program's logic or input: a body's
 /// abort, a missing key, a full table, a duplicate key (never retried)</param>

@@ -71,7 +71,7 @@ public class ReactDbTelemetryTests
             listener.RecordObservableInstruments();
             Assert.Equal(10, seen.GetValueOrDefault("contend.transactions.committed"));
             Assert.Equal(1, seen.GetValueOrDefault("contend.transactions.aborted/User"));
-            Assert.Equal(new EngineCounts(10, 1, 0), engine.Counts);
+            Assert.Equal(new EngineCounts(10, 1, 0), engine.Counts());
         }
         seen.Clear();
         listener.RecordObservableInstruments(); // an ended engine's counts stay in its meter

@@ -114,7 +114,7 @@ public class ReactDbTests
         })).ToArray();
         await Task.WhenAll(clients).WaitAsync(Deadline);
 
-        Assert.Equal(Clients * PerClient, engine.Counts.Committed);
+        Assert.Equal(Clients * PerClient, engine.Counts().Committed);
         Assert.Equal(reactors * Rows * Initial, await Total(engine));
         var history = engine.History();
         var report = SerializabilityChecker.Check(history);
@@ -181,7 +181,7 @@ public class ReactDbTests
         Assert.Equal(new TxnOutcome(Outcome.Aborted, AbortReason.SharedContext, 1), r.Outcome);
         foreach (var (reactor, key) in new[] { (0, 0L), (1, 1L), (1, 2L) })
             Assert.Equal(Initial, await Row(engine, deployment.Reactors[reactor], key));
-        Assert.Equal(1, engine.Counts.ConflictAborts);
+        Assert.Equal(1, engine.Counts().ConflictAborts);
     }
 
     /// <summary>Synchronous calls run in the caller's context on its thread, however deep, and never

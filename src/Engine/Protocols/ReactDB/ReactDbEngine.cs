@@ -131,13 +131,10 @@ public sealed class ReactDbEngine : IAsyncDisposable
 
     /// <summary>Roots committed, ended by their logic, and attempts aborted by a conflict: a
     /// snapshot, approximate while roots run, exact once none does.</summary>
-    public EngineCounts Counts
+    public EngineCounts Counts()
     {
-        get
-        {
-            var sum = Totals();
-            return new EngineCounts(sum.Commits, sum.UserAborts, sum.TotalAborts);
-        }
+        var sum = Totals();
+        return new EngineCounts(sum.Commits, sum.UserAborts, sum.TotalAborts);
     }
 
     WorkerStats Totals()
@@ -322,7 +319,7 @@ public sealed class ReactDbEngine : IAsyncDisposable
         if (Interlocked.Exchange(ref _closed, 1) != 0) return;
         for (int i = 0; i < _options.MaxRootsInFlight; i++) await _free.WaitAsync().ConfigureAwait(false);
         foreach (var executor in _executors) await executor.StopAsync().ConfigureAwait(false);
-        var counts = Counts;
+        var counts = Counts();
         EngineLog.Stopped(_log, _options.Name, counts.Committed, counts.UserAborted, counts.ConflictAborts);
         _metrics.Dispose();
         _db.Release();

@@ -37,7 +37,12 @@ public sealed class ReactorFunction
 
 /// <summary>Unwinds a function's logic once its root has failed (D9); the engine catches it.
 /// Logic that catches it anyway changes nothing: the root still aborts.</summary>
-public sealed class RootAbortedException() : Exception("the root transaction has aborted; the rest of this function's logic is skipped");
+public sealed class RootAbortedException : Exception
+{
+    internal RootAbortedException() : base("the root transaction has aborted; the rest of this function's logic is skipped")
+    {
+    }
+}
 
 /// <summary>
 /// A (sub-)transaction as its logic sees it: reads and writes of its own reactor's relations, in
