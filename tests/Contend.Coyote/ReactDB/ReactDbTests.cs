@@ -2,6 +2,7 @@ using System.Buffers.Binary;
 using Contend.Engine.History;
 using Contend.Engine.Protocols;
 using Contend.Engine.Protocols.ReactDB;
+using Contend.Engine.Runtime;
 using Contend.Engine.Storage;
 using Microsoft.Coyote.Specifications;
 
@@ -42,6 +43,9 @@ public static class ReactDbTests
         new("ReactDBTwinReadIgnoresLocks", () => BlindWrite(ReactDbMutants.ReadIgnoresLocks), CaughtBy: Serializable, MaxSteps: Steps),
         new("ReactDBTwinEnqueueSameContainer", () => SynchronousCalls(ReactDbMutants.EnqueueSameContainer), CaughtBy: "ConservativeAbortInv", MaxSteps: Steps),
         new("ReactDBTwinChildAbortNotPropagated", () => ChildAbort(ReactDbMutants.ChildAbortNotPropagated), CaughtBy: "AbortRootInv", MaxSteps: Steps),
+        // The front door: its disposal racing calls that wait for a slot.
+        new("ReactDBDisposeRacesSubmissions", () => DisposeRacesSubmissions(ReactDbMutants.None), MaxSteps: Steps, Iterations: CorrectRuns),
+        new("ReactDBTwinStartsAfterClose", () => DisposeRacesSubmissions(ReactDbMutants.StartsAfterClose), CaughtBy: "Deadlock", MaxSteps: Steps),
     ];
 
     const string Money = "MoneyInv", Serializable = "SerializableInv";
@@ -186,6 +190,42 @@ public static class ReactDbTests
         var report = await Quiesce(engine);
         AssertSerializable(report);
         Specification.Assert(r.Outcome.Committed, $"ConservativeAbortInv: a root with only same-container calls ended {r.Outcome.Outcome} ({r.Outcome.Reason})");
+    }
+
+    /// <summary>
+    /// The front door closing under load: one root slot, three callers depositing into one row
+    /// and the disposal, all at once, so that calls wait for the slot while the engine closes.
+    /// Every call ends, committed or refused with <see cref="EngineClosedException"/> (it did not
+    /// run); the disposal ends; and the calls that committed are exactly the roots the history
+    /// and the engine's counts hold (FrontDoorInv).
+    /// </summary>
+    static async Task DisposeRacesSubmissions(ReactDbMutants mutants)
+    {
+        var deployment = Bank(1);
+        var engine = new ReactDbEngine(deployment, new ReactDbOptions { ExecutorsPerContainer = 1, RecordHistory = true, MaxRootsInFlight = 1 },
+                                       mutants, taskAnswers: true);
+        var a0 = deployment.Reactors[0];
+        async Task<bool> Deposits()
+        {
+            try
+            {
+                var r = await engine.ExecuteAsync(a0, Deposit, new long[] { 0, 1 });
+                Specification.Assert(r.Outcome.Committed, $"FrontDoorInv: a deposit ended {r.Outcome.Outcome}; nothing conflicts with it but another deposit, which is retried");
+                return true;
+            }
+            catch (EngineClosedException)
+            {
+                return false;
+            }
+        }
+        var calls = new[] { Task.Run(Deposits), Task.Run(Deposits), Task.Run(Deposits) };
+        var disposal = Task.Run(async () => await engine.DisposeAsync());
+        int committed = (await Task.WhenAll(calls)).Count(ran => ran);
+        await disposal;
+        var counts = engine.Counts();
+        int roots = engine.History().Count;
+        Specification.Assert(roots == committed && counts.Committed == committed,
+            $"FrontDoorInv: {committed} calls answered Committed, the history holds {roots} roots, the engine counts {counts.Committed}");
     }
 
     /// <summary>A sub-transaction on the other container writes and aborts the root: the root ends

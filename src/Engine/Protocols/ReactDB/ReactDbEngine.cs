@@ -176,7 +176,7 @@ public sealed class ReactDbEngine : IAsyncDisposable
     /// reactor's container, which gives the slot back when the root has ended.</summary>
     ValueTask<ReactorResult> Start(Reactor reactor, ReactorFunction function, ReadOnlyMemory<long> args, CancellationToken cancel)
     {
-        if (Volatile.Read(ref _closed) != 0)
+        if (Volatile.Read(ref _closed) != 0 && !Mutants.StartsAfterClose)
         {
             _free.Release(); // a call that waited while the engine closed gets its slot back from the disposal, and leaves
             return ValueTask.FromException<ReactorResult>(new EngineClosedException(_options.Name));

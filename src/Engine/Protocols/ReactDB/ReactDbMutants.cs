@@ -27,6 +27,9 @@ internal enum ReactDbMutants
     SkipRemoteValidation = 64,
     /// <summary>ReactDBMutantPartialWrite: the write phase installs the root's container only.</summary>
     PartialWrite = 128,
+    /// <summary>The engine's alone (its front door, not the protocol): a call that waited for a
+    /// slot while the engine closed queues its root anyway, on executors that have stopped.</summary>
+    StartsAfterClose = 256,
 }
 
 /// <summary>The switches of <see cref="ReactDbMutants"/> as the engine reads them: each false, and
@@ -40,4 +43,5 @@ internal readonly struct ReactDbTwins(ReactDbMutants built)
     public readonly MutantFlag PaperLinear = new(built, ReactDbMutants.PaperLinear);
     public readonly MutantFlag SkipRemoteValidation = new(built, ReactDbMutants.SkipRemoteValidation);
     public readonly MutantFlag PartialWrite = new(built, ReactDbMutants.PartialWrite);
+    public readonly MutantFlag StartsAfterClose = new(built, ReactDbMutants.StartsAfterClose);
 }
