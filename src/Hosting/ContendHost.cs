@@ -28,21 +28,15 @@ internal sealed class ContendHost<TSchema> : IHostedService where TSchema : clas
         _options = services.GetRequiredService<IOptions<EngineOptions>>().Value;
         var logs = services.GetService<ILoggerFactory>();
         _log = logs?.CreateLogger("Contend.Hosting") ?? Microsoft.Extensions.Logging.Abstractions.NullLogger.Instance;
-        var db = new Database();
-        try
+        (Schema, Engine) = HostedEngine.OnNewDatabase(db =>
         {
-            Schema = load(db, services) ?? throw new InvalidOperationException($"AddContend: the load function returned no {typeof(TSchema).Name}");
-            Engine = new ContendEngine(db, _options, logs?.CreateLogger<ContendEngine>(), services.GetService<IMeterFactory>());
-        }
-        catch
-        {
-            db.Dispose();
-            throw;
-        }
+            var schema = load(db, services) ?? throw new InvalidOperationException($"AddContend: the load function returned no {typeof(TSchema).Name}");
+            return (schema, new ContendEngine(db, _options, logs?.CreateLogger<ContendEngine>(), services.GetService<IMeterFactory>()));
+        });
     }
 
     public Task StartAsync(CancellationToken cancellationToken) => Task.CompletedTask; // started when made
 
     public Task StopAsync(CancellationToken cancellationToken) =>
-        HostedStop.DrainAndCheckAsync(Engine.DisposeAsync, _options.RecordHistory ? Engine.History : null, _log, _options.Name, cancellationToken);
+        HostedEngine.DrainAndCheckAsync(Engine.DisposeAsync, _options.RecordHistory ? Engine.History : null, _log, _options.Name, cancellationToken);
 }

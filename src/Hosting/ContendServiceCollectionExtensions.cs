@@ -37,7 +37,7 @@ public static class ContendServiceCollectionExtensions
         services.AddSingleton(sp => sp.GetRequiredService<ContendHost<TSchema>>().Engine);
         services.AddSingleton(sp => sp.GetRequiredService<ContendHost<TSchema>>().Schema);
         services.AddHostedService(sp => sp.GetRequiredService<ContendHost<TSchema>>());
-        services.TryAddEnumerable(ServiceDescriptor.Singleton<IValidateOptions<EngineOptions>, EngineOptionsValidation>());
+        services.TryAddEnumerable(ServiceDescriptor.Singleton<IValidateOptions<EngineOptions>>(new CheckedAtStart<EngineOptions>(o => o.Validate())));
         return services.AddOptions<EngineOptions>().BindConfiguration(configSectionPath).ValidateOnStart();
     }
 
@@ -65,37 +65,22 @@ public static class ContendServiceCollectionExtensions
         services.AddSingleton(sp => sp.GetRequiredService<ReactDbHost>().Engine);
         services.AddSingleton(sp => sp.GetRequiredService<ReactDbHost>().Engine.Deployment);
         services.AddHostedService(sp => sp.GetRequiredService<ReactDbHost>());
-        services.TryAddEnumerable(ServiceDescriptor.Singleton<IValidateOptions<ReactDbOptions>, ReactDbOptionsValidation>());
+        services.TryAddEnumerable(ServiceDescriptor.Singleton<IValidateOptions<ReactDbOptions>>(new CheckedAtStart<ReactDbOptions>(o => o.Validate())));
         return services.AddOptions<ReactDbOptions>().BindConfiguration(configSectionPath).ValidateOnStart();
     }
 }
 
-/// <summary>ReactDB's own checks, run when the host starts. The check of the roots in flight
-/// against the deployment's containers waits for the engine: the deployment is made with it.</summary>
-internal sealed class ReactDbOptionsValidation : IValidateOptions<ReactDbOptions>
+/// <summary>An engine's own checks of its options (<paramref name="validate"/>, which throws an
+/// <see cref="ArgumentException"/> naming the option), run when the host starts rather than at
+/// the first request. ReactDB's check of the roots in flight against the deployment's
+/// containers waits for the engine: the deployment is made with it.</summary>
+internal sealed class CheckedAtStart<TOptions>(Action<TOptions> validate) : IValidateOptions<TOptions> where TOptions : class
 {
-    public ValidateOptionsResult Validate(string? name, ReactDbOptions options)
+    public ValidateOptionsResult Validate(string? name, TOptions options)
     {
         try
         {
-            options.Validate();
-            return ValidateOptionsResult.Success;
-        }
-        catch (ArgumentException e)
-        {
-            return ValidateOptionsResult.Fail(e.Message);
-        }
-    }
-}
-
-/// <summary>The engine's own checks, run when the host starts rather than at the first request.</summary>
-internal sealed class EngineOptionsValidation : IValidateOptions<EngineOptions>
-{
-    public ValidateOptionsResult Validate(string? name, EngineOptions options)
-    {
-        try
-        {
-            options.Validate();
+            validate(options);
             return ValidateOptionsResult.Success;
         }
         catch (ArgumentException e)

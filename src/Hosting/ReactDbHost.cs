@@ -25,23 +25,17 @@ internal sealed class ReactDbHost : IHostedService
         _options = services.GetRequiredService<IOptions<ReactDbOptions>>().Value;
         var logs = services.GetService<ILoggerFactory>();
         _log = logs?.CreateLogger("Contend.Hosting") ?? Microsoft.Extensions.Logging.Abstractions.NullLogger.Instance;
-        var db = new Database();
-        try
+        Engine = HostedEngine.OnNewDatabase(db =>
         {
             var deployment = deploy(db, services) ?? throw new InvalidOperationException("AddReactDb: the deploy function returned no deployment");
             if (deployment.Database != db)
                 throw new InvalidOperationException("AddReactDb: the deploy function returned a deployment of another database than the one it was given");
-            Engine = new ReactDbEngine(deployment, _options, logs?.CreateLogger<ReactDbEngine>(), services.GetService<IMeterFactory>());
-        }
-        catch
-        {
-            db.Dispose();
-            throw;
-        }
+            return new ReactDbEngine(deployment, _options, logs?.CreateLogger<ReactDbEngine>(), services.GetService<IMeterFactory>());
+        });
     }
 
     public Task StartAsync(CancellationToken cancellationToken) => Task.CompletedTask; // started when made
 
     public Task StopAsync(CancellationToken cancellationToken) =>
-        HostedStop.DrainAndCheckAsync(Engine.DisposeAsync, _options.RecordHistory ? Engine.History : null, _log, _options.Name, cancellationToken);
+        HostedEngine.DrainAndCheckAsync(Engine.DisposeAsync, _options.RecordHistory ? Engine.History : null, _log, _options.Name, cancellationToken);
 }

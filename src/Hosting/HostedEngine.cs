@@ -1,12 +1,30 @@
 using Contend.Engine.History;
+using Contend.Engine.Storage;
 using Microsoft.Extensions.Logging;
 
 namespace Contend.Hosting;
 
-/// <summary>What a host's stop does to either engine: drain it within the host's shutdown
-/// timeout, then, when it recorded its history, check it and log the verdict.</summary>
-internal static partial class HostedStop
+/// <summary>What a host does with either engine: make it on a new database, and on the host's
+/// stop drain it within the shutdown timeout, then, when it recorded its history, check it and
+/// log the verdict.</summary>
+internal static partial class HostedEngine
 {
+    /// <summary>Runs <paramref name="make"/> on a new database, which it loads and hands to the
+    /// engine it makes; the database is disposed if that throws.</summary>
+    public static T OnNewDatabase<T>(Func<Database, T> make)
+    {
+        var db = new Database();
+        try
+        {
+            return make(db);
+        }
+        catch
+        {
+            db.Dispose();
+            throw;
+        }
+    }
+
     /// <param name="dispose">drains the engine and frees its database</param>
     /// <param name="history">the drained engine's history; null when it recorded none</param>
     /// <param name="log">the host's log for the verdict</param>
