@@ -56,6 +56,12 @@ public sealed class Database : IDisposable
             throw new InvalidOperationException($"{what}: engine '{engine}' serves this database; rows are loaded and read outside transactions only before an engine serves it");
     }
 
+    /// <summary>The engine that serves the database; null when none does.</summary>
+    internal string? ServedBy => Volatile.Read(ref _servedBy);
+
+    /// <summary>Its tables' memory is freed.</summary>
+    internal bool Disposed => _disposed;
+
     /// <summary>The serving engine has stopped.</summary>
     internal void Release() => Volatile.Write(ref _servedBy, null);
 

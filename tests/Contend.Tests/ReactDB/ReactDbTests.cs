@@ -423,6 +423,21 @@ public class ReactDbTests
         Assert.Contains("ReactDbOptions.MaxRootsInFlight = 200: outside 1..128 for 2 containers", Assert.Throws<ArgumentOutOfRangeException>(() => new ReactDbEngine(deployment, new ReactDbOptions { MaxRootsInFlight = 200 })).Message);
     }
 
+    /// <summary>A deployment is fixed once its engine serves it; after the engine is disposed the
+    /// database is gone with it, and the deployment refuses too.</summary>
+    [Fact]
+    public async Task ADeploymentIsFixedOnceItsEngineServesIt()
+    {
+        var deployment = Bank(1, 1);
+        deployment.Database.Create("late.balance", 8, 2);
+        var engine = new ReactDbEngine(deployment, new ReactDbOptions { Name = "fixed" });
+        var refused = Assert.Throws<InvalidOperationException>(() => deployment.Add("late", 0, "balance"));
+        Assert.Contains("reactor late: engine 'fixed' serves this deployment already", refused.Message);
+        Assert.Single(deployment.Reactors);
+        await engine.DisposeAsync();
+        Assert.Throws<ObjectDisposedException>(() => deployment.Add("late", 0, "balance"));
+    }
+
     /// <summary>The engine keeps a copy of its options: the caller's instance stays the caller's.</summary>
     [Fact]
     public async Task TheEngineKeepsACopyOfItsOptions()

@@ -96,9 +96,15 @@ public sealed class ReactorDeployment
     /// database's table named "<paramref name="name"/>.R".</summary>
     /// <exception cref="ArgumentException">the name is taken; the container is out of range; a
     /// relation's table is missing or already another reactor's</exception>
+    /// <exception cref="InvalidOperationException">an engine serves the deployment already: it is
+    /// fixed before the engine starts</exception>
+    /// <exception cref="ObjectDisposedException">its database was disposed (with its engine)</exception>
     public Reactor Add(string name, int container, params string[] relations)
     {
         ArgumentException.ThrowIfNullOrEmpty(name);
+        ObjectDisposedException.ThrowIf(Database.Disposed, Database);
+        if (Database.ServedBy is { } engine)
+            throw new InvalidOperationException($"reactor {name}: engine '{engine}' serves this deployment already; a deployment is fixed before its engine starts");
         if (_byName.ContainsKey(name)) throw new ArgumentException($"reactor {name}: the name is taken", nameof(name));
         if ((uint)container >= (uint)Containers)
             throw new ArgumentOutOfRangeException(nameof(container), container, $"reactor {name}: container {container} outside 0..{Containers - 1}");
