@@ -13,7 +13,7 @@ public delegate long RowReader(ReadOnlySpan<byte> row);
 /// <summary>Changes a row's payload in place and returns a result.</summary>
 public delegate long RowWriter(Span<byte> row);
 
-/// <summary>A function reactors of some type offer: a name (a root's names its transactions in
+/// <summary>A function reactors of some type offer: a name (a root running it is named by it in
 /// histories and errors) and its logic.</summary>
 public sealed class ReactorFunction
 {
@@ -26,7 +26,7 @@ public sealed class ReactorFunction
         Logic = logic;
     }
 
-    /// <summary>The function's name: a root's names its transaction in histories, errors, logs and spans.</summary>
+    /// <summary>The function's name; a root running it is named by it in histories, errors, logs and spans.</summary>
     public string Name { get; }
     /// <summary>What it does.</summary>
     public ReactorLogic Logic { get; }
