@@ -35,18 +35,22 @@ public class HostingTests
         }
     }
 
-    static IHost Host(Dictionary<string, string?> settings, Collect log)
+    /// <summary>A host with these settings and this log, its engine registered by <paramref name="register"/>.</summary>
+    static IHost Host(Dictionary<string, string?> settings, Collect log, Action<IServiceCollection> register)
     {
         var builder = Microsoft.Extensions.Hosting.Host.CreateEmptyApplicationBuilder(new HostApplicationBuilderSettings());
         builder.Configuration.AddInMemoryCollection(settings);
         builder.Logging.AddProvider(log);
-        builder.Services.AddContend((db, _) =>
+        register(builder.Services);
+        return builder.Build();
+    }
+
+    static IHost Host(Dictionary<string, string?> settings, Collect log) =>
+        Host(settings, log, services => services.AddContend((db, _) =>
         {
             var (transfer, audit) = ContendEngineTests.OpenAccounts(db);
             return new BankPrograms(transfer, audit);
-        });
-        return builder.Build();
-    }
+        }));
 
     [Fact]
     public async Task TheHostStartsTheEngineFromConfigurationAndDrainsItOnStop()
@@ -82,14 +86,8 @@ public class HostingTests
         Assert.Contains("EngineOptions.Workers 0: must be 1..255", refused.Message);
     }
 
-    static IHost ReactDbHost(Dictionary<string, string?> settings, Collect log)
-    {
-        var builder = Microsoft.Extensions.Hosting.Host.CreateEmptyApplicationBuilder(new HostApplicationBuilderSettings());
-        builder.Configuration.AddInMemoryCollection(settings);
-        builder.Logging.AddProvider(log);
-        builder.Services.AddReactDb((db, _) => ReactDB.ReactDbTests.Bank(4, 2, db));
-        return builder.Build();
-    }
+    static IHost ReactDbHost(Dictionary<string, string?> settings, Collect log) =>
+        Host(settings, log, services => services.AddReactDb((db, _) => ReactDB.ReactDbTests.Bank(4, 2, db)));
 
     [Fact]
     public async Task TheHostStartsAReactDbEngineFromConfigurationAndDrainsItOnStop()

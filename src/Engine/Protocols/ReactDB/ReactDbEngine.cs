@@ -185,8 +185,8 @@ public sealed class ReactDbEngine : IAsyncDisposable
         Answer<ReactorResult> answer = _taskAnswers ? new TaskAnswer<ReactorResult>()
                                      : _answers.TryDequeue(out var pooled) ? pooled : new PooledAnswer<ReactorResult>(_giveBack, "ReactDbEngine.ExecuteAsync");
         var program = _programs.GetOrAdd(function, static (f, db) => TxnProgram.OfCode(f.Name, db), _db);
-        bool traced = EngineTracing.Begin(out var parent, out _);
-        root!.Call = new RootCall(reactor, function, program, args, cancel, answer, Stopwatch.GetTimestamp(), traced, parent);
+        bool traced = EngineTracing.Begin(out var parent, out long traceStart); // reads the clock only when traced
+        root!.Call = new RootCall(reactor, function, program, args, cancel, answer, traced, traceStart, parent);
         var task = answer.Task; // before the root is queued: it may end at once
         Task.Factory.StartNew(_runRoot, root, CancellationToken.None, TaskCreationOptions.DenyChildAttach, _executors[reactor.Container]);
         return task;
@@ -206,12 +206,12 @@ public sealed class ReactDbEngine : IAsyncDisposable
         catch (Exception error)
         {
             if (error is TransactionFailedException) EngineLog.TransactionFailed(_log, error.InnerException!, _options.Name, call.Program.Name);
-            if (call.Traced) EngineTracing.End(call.TraceParent, call.Submitted, _options.Name, ProtocolName, call.Program.Name, default, error);
+            if (call.Traced) EngineTracing.End(call.TraceParent, call.TraceStart, _options.Name, ProtocolName, call.Program.Name, default, error);
             FreeSlot(root);
             call.Answer.SetException(error);
             return;
         }
-        if (call.Traced) EngineTracing.End(call.TraceParent, call.Submitted, _options.Name, ProtocolName, call.Program.Name, result.Outcome, null);
+        if (call.Traced) EngineTracing.End(call.TraceParent, call.TraceStart, _options.Name, ProtocolName, call.Program.Name, result.Outcome, null);
         FreeSlot(root);
         call.Answer.SetResult(result);
     }

@@ -7,11 +7,11 @@ using Contend.Engine.Runtime;
 namespace Contend.Engine.Protocols.ReactDB;
 
 /// <summary>A caller's root: what runs, with what, and where its outcome goes.</summary>
-/// <param name="Submitted">the call's <see cref="Stopwatch"/> timestamp: the latency's start, and its span's</param>
-/// <param name="Traced">whether the call is traced (<see cref="Diagnostics.EngineTracing"/>), under <paramref name="TraceParent"/></param>
+/// <param name="Traced">whether the call is traced (<see cref="Diagnostics.EngineTracing"/>): then its
+/// span starts at <paramref name="TraceStart"/> (the call's <see cref="Stopwatch"/> timestamp), under <paramref name="TraceParent"/></param>
 internal readonly record struct RootCall(Reactor Reactor, ReactorFunction Function, TxnProgram Program, ReadOnlyMemory<long> Args,
                                          CancellationToken Cancel, Answer<ReactorResult> Answer,
-                                         long Submitted, bool Traced, ActivityContext TraceParent);
+                                         bool Traced, long TraceStart, ActivityContext TraceParent);
 
 /// <summary>
 /// One root transaction's state across its containers, kept in a slot reused by the roots that
