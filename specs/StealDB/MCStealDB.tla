@@ -63,6 +63,27 @@ HotEarlyAbortProg == [t \in Txn |-> << Op(Hot, {}, TRUE, FALSE),
                                        Op(<<t, 1>>, {1}, TRUE, TRUE),
                                        Op(<<t, 2>>, {1}, TRUE, FALSE) >>]
 
+\* Reader-writer locks (SharedReads): T1 writes the hot record, T2 and T3
+\* only read it, so they hold it together; each then writes a private
+\* record, the work waiters steal.  A writer can queue behind two readers
+\* and follow the second.  HotReadLargeProg, for manual runs, has two
+\* private records each, as the Coyote and P workloads do.
+HotReadRec == {Hot} \cup (Txn \X {1})
+HotReadProg == [t \in Txn |-> << Op(Hot, {}, t = t1, FALSE),
+                                 Op(<<t, 1>>, {1}, TRUE, t = t1) >>]
+HotReadLargeProg == [t \in Txn |-> << Op(Hot, {}, t = t1, FALSE),
+                                      Op(<<t, 1>>, {1}, TRUE, FALSE),
+                                      Op(<<t, 2>>, {1}, TRUE, t = t1) >>]
+ReaderSymmetry == Permutations({t2, t3})   \* the two readers are alike
+
+\* Each transaction reads one record and then writes the other: both
+\* shares are granted and each write waits for the other's reader, the
+\* deadlock that shared locks add.  T1 waits behind T2's share and steals
+\* T2's private op.
+SharedOppositeProg ==
+    (t1 :> << Op(A, {}, FALSE, FALSE), Op(B, {1}, TRUE, FALSE), Op(<<t1, 1>>, {1}, TRUE, TRUE) >>) @@
+    (t2 :> << Op(B, {}, FALSE, FALSE), Op(A, {1}, TRUE, FALSE), Op(<<t2, 1>>, {1}, TRUE, FALSE) >>)
+
 -----------------------------------------------------------------------------
 (* Retries, as the engine does: an aborted transaction runs again.  The    *)
 (* engine gives each attempt a fresh id (proofs/StealDB.md, 7), so what    *)
@@ -144,6 +165,16 @@ MutantStealRunHandsDownZero(w) ==
          ELSE /\ SetTop(w, [f EXCEPT !.pc = "wait", !.hand = Bot])
               /\ UNCHANGED <<stealCtx, gen>>
     /\ UNCHANGED <<opTid, opStatus, rq, cursor, lockQ, phase, store, reads, execCount, released>>
+
+\* The paper's second exit kept with shared locks: a writer whose
+\* predecessor (a reader) has ended proceeds while an earlier reader still
+\* holds the record (MutualExclusionInv).
+MutantProceedWhenPredEnds(w) ==
+    LET f == Top(w) IN
+    /\ Busy(w) /\ f.pc = "wait"
+    /\ Acquired(f.op) \/ PredEndedExit(f)
+    /\ Goto(w, "exec")
+    /\ UNCHANGED <<opTid, opStatus, rq, cursor, stealCtx, lockQ, phase, store, reads, execCount, released, gen>>
 
 \* (e) A waiter that stops waiting once it has nothing left to steal, lock or no lock.
 MutantProceedWithoutLock(w) ==

@@ -8,6 +8,9 @@ EXTENDS StealDBCore, TLC
 CONSTANTS t1, t2, A, B   \* model values
 
 OppositeProg == (t1 :> << [rec |-> A], [rec |-> B] >>) @@ (t2 :> << [rec |-> B], [rec |-> A] >>)
+\* Every lock exclusive (the paper's); or both transactions read A, shared.
+NoSharedCtx == {}
+SharedA == {<<t1, A>>, <<t2, A>>}
 
 \* A claim that does not test op.tid: a second thread claims an op that ran.
 MutantClaimWithoutCas(o) ==

@@ -18,4 +18,17 @@ MutantEdgesGrantedWaits(n, st, lq, ph) ==
     IF n[1] = "F" /\ st[n[2]][n[3]].pc = "wait"
     THEN SuccIn(n, st, lq, ph) \cup {<<"C", Owner(st[n[2]][n[3]].op), RecOf(st[n[2]][n[3]].op)>>}
     ELSE SuccIn(n, st, lq, ph)
+
+\* A graph in which a waiting context with only granted readers ahead
+\* waits for nobody, as a detector that follows queue nodes alone would:
+\* the engine's granted readers leave the queue and are only counted in
+\* the record word (the engine's twin: McsDetectorIgnoresReaders).  The
+\* deadlock of SharedOppositeProg, two writers each behind the other's
+\* reader, is then never found.
+IgnoredWait(n, lq) ==
+    LET q == lq[n[3]] IN
+    /\ ~GrantedIn(n[2], n[3], q)
+    /\ \A j \in 1..(PosIn(n[2], q) - 1) : GrantedIn(q[j], n[3], q)
+MutantEdgesIgnoreReaders(n, st, lq, ph) ==
+    IF n[1] = "C" /\ IgnoredWait(n, lq) THEN {} ELSE SuccIn(n, st, lq, ph)
 =============================================================================

@@ -45,6 +45,19 @@
 (*    returns the previous tail, which is what STEALOP follows.  A         *)
 (*    transaction touches a record at most once (ASSUME below): a second   *)
 (*    lock context on a lock its transaction holds would wait on itself.   *)
+(*  - Reader-writer locks (issue 37; the paper's locks are exclusive and   *)
+(*    Section 6 leaves shared ones as future work): with SharedReads, an   *)
+(*    op that does not write locks its record shared, and a shared lock    *)
+(*    context is granted when every context ahead of it is shared          *)
+(*    (RWFifoLock.tla, which RWMCSLock.tla refines).  STEALOP needs no     *)
+(*    change: a waiter still takes the context of the transaction queued   *)
+(*    just ahead of it, whose ops it may run whatever that transaction     *)
+(*    waits for.  What changes is the wait's second exit (WaiterProceed):  *)
+(*    "the predecessor no longer runs" no longer means "the lock is ours", *)
+(*    since a writer queued behind two readers waits for both and follows  *)
+(*    only the second (MutantProceedWhenPredEnds breaks mutual exclusion). *)
+(*    With SharedReads the wait ends on CHECKACQUIRED alone, as the        *)
+(*    engine's always has.                                                 *)
 (*  - Writes are buffered and installed at commit (Alg. 1 line 12); each   *)
 (*    op reads its record and, if it writes, writes the value naming its   *)
 (*    transaction (see Serializable.tla).                                  *)
@@ -70,6 +83,7 @@ CONSTANTS
     Rec,          \* records, each with one exclusive queue lock
     Prog,         \* Prog[t][i] = [rec, deps, write, mayAbort]: op i of t's DAG
     StealPolicy,  \* "queue" (StealDB), "basic" (basic work stealing), "none" (vanilla 2PL)
+    SharedReads,  \* TRUE: an op that does not write locks its record shared; FALSE: every lock exclusive (the paper)
     Bot,          \* model value: the null tid / empty steal context / no predecessor
     InitVal,      \* model value: every record's value before any commit
     NoVal         \* model value: "not read"
@@ -79,6 +93,7 @@ ASSUME /\ \A t \in Txn : Prog[t] \in Seq(OpFields)
        /\ \A t \in Txn : \A i \in 1..Len(Prog[t]) : Prog[t][i].deps \subseteq 1..(i - 1)
        /\ \A t \in Txn : \A i, j \in 1..Len(Prog[t]) : i # j => Prog[t][i].rec # Prog[t][j].rec
        /\ StealPolicy \in {"queue", "basic", "none"}
+       /\ SharedReads \in BOOLEAN
        /\ {Bot, InitVal, NoVal} \cap Txn = {}
 
 Ops(t) == 1..Len(Prog[t])
@@ -94,7 +109,7 @@ VARIABLES
     rq,         \* rq[t]: t.runnable_queue, indices of t's ops in insertion order
     cursor,     \* cursor[t]: the next rq[t] position t's own worker runs (Alg. 1 line 1)
     stealCtx,   \* stealCtx[t]: t.stealCtx, one word: a Token or Bot
-    lockQ,      \* lockQ[r]: the transactions queued on r's lock; the head holds it
+    lockQ,      \* lockQ[r]: the transactions queued on r's lock; the head holds it, and so does a shared context with only shared ones ahead
     stack,      \* stack[w]: worker w's RUNOP frames, innermost last
     phase,      \* phase[t] \in {"run", "commitRel", "abortRel", "committed", "aborted"}
     store,      \* store[r]: committed value of record r
@@ -159,7 +174,13 @@ Finished(o) == opStatus[o] # "none"
 InFlight(o) == opTid[o] = Bot /\ ~Finished(o)         \* claimed, not yet finished
 Doomed(t) == \E i \in Ops(t) : opStatus[<<t, i>>] = "aborted"
 IsRunning(t) == phase[t] \notin Decided               \* ISRUNNING: T.status not yet set
-Acquired(o) == lockQ[RecOf(o)] # <<>> /\ Head(lockQ[RecOf(o)]) = Owner(o)   \* CHECKACQUIRED
+\* t's lock context on r is shared: t only reads r (one op per record, ASSUME above).
+Shared(t, r) == SharedReads /\ ~\E i \in Ops(t) : Prog[t][i].rec = r /\ Prog[t][i].write
+SharedCtx == {p \in Txn \X Rec : Shared(p[1], p[2])}
+\* t's context in queue q of r is granted: the head, or shared with only shared ones ahead.
+GrantedIn(t, r, q) == \E k \in 1..Len(q) : q[k] = t /\ (k = 1 \/ \A j \in 1..k : Shared(q[j], r))
+Granted(t, r) == GrantedIn(t, r, lockQ[r])
+Acquired(o) == Granted(Owner(o), RecOf(o))   \* CHECKACQUIRED
 
 Top(w) == stack[w][Len(stack[w])]
 Busy(w) == stack[w] # <<>>
@@ -234,12 +255,12 @@ PaperOwnerDecide(w) ==
           /\ UNCHANGED store
     /\ UNCHANGED <<opTid, opStatus, rq, cursor, stealCtx, lockQ, stack, reads, execCount, released, gen>>
 
-\* Lines 9 and 13: UNLOCK each lock context t has queued, as it reaches the head.
+\* Lines 9 and 13: UNLOCK each lock context t has queued, as it is granted.
 OwnerRelease(w) ==
     /\ phase[w] \in {"commitRel", "abortRel"}
     /\ \E r \in Rec :
-         /\ lockQ[r] # <<>> /\ Head(lockQ[r]) = w
-         /\ lockQ' = [lockQ EXCEPT ![r] = Tail(@)]
+         /\ Granted(w, r)
+         /\ lockQ' = [lockQ EXCEPT ![r] = SelectSeq(@, LAMBDA x : x # w)]
     /\ released' = [released EXCEPT ![w] = TRUE]
     /\ UNCHANGED <<opTid, opStatus, rq, cursor, stealCtx, stack, phase, store, reads, execCount, gen>>
 
@@ -266,11 +287,12 @@ RunOpClaim(w) ==
     /\ UNCHANGED <<opStatus, rq, cursor, stealCtx, lockQ, phase, store, reads, execCount, released, gen>>
 
 \* TRYLOCK (Alg. 4) for the top frame's op: append its transaction to the
-\* record's queue; the previous tail, if any, is the predecessor it waits on.
+\* record's queue; the previous tail, if any, is the predecessor it waits on
+\* (a reader behind readers only is granted at once).
 EnqueueLock(w) ==
-    LET f == Top(w) IN LET r == RecOf(f.op) IN
-    /\ lockQ' = [lockQ EXCEPT ![r] = Append(@, Owner(f.op))]
-    /\ SetTop(w, [f EXCEPT !.pc = IF lockQ[r] = <<>> THEN "exec" ELSE "wait",
+    LET f == Top(w) IN LET r == RecOf(f.op) IN LET t == Owner(f.op) IN
+    /\ lockQ' = [lockQ EXCEPT ![r] = Append(@, t)]
+    /\ SetTop(w, [f EXCEPT !.pc = IF GrantedIn(t, r, Append(lockQ[r], t)) THEN "exec" ELSE "wait",
                            !.pred = IF lockQ[r] = <<>> THEN Bot ELSE lockQ[r][Len(lockQ[r])]])
 
 \* Lock phase, lines 3-6 with TRYLOCK (Alg. 4): append the lock context and
@@ -295,11 +317,12 @@ PaperRunOpTryLock(w) ==
 \* Lines 8-9, the loop's exit: CHECKACQUIRED, or the predecessor is no longer
 \* running.  The second is safe only because a transaction's status is set
 \* after it has released every lock context (OwnerFinish), the last of which
-\* hands this lock on.
+\* hands this lock on; with shared locks it is not (header), and is left out.
+PredEndedExit(f) == ~IsRunning(f.pred)
 WaiterProceed(w) ==
     LET f == Top(w) IN
     /\ Busy(w) /\ f.pc = "wait"
-    /\ Acquired(f.op) \/ ~IsRunning(f.pred)
+    /\ Acquired(f.op) \/ (~SharedReads /\ PredEndedExit(f))
     /\ Goto(w, "exec")
     /\ UNCHANGED <<opTid, opStatus, rq, cursor, stealCtx, lockQ, phase, store, reads, execCount, released, gen>>
 
@@ -460,12 +483,13 @@ ExactlyOnceInv ==
 
 \* A transaction uses a record while one of its ops executes on it, or has
 \* executed on it and the transaction has not released it.  At most one
-\* transaction uses a record at a time.
+\* transaction uses a record at a time, unless every user holds it shared.
 Uses(t, r) ==
     \/ \E x \in Frames : FrameAt(x).pc = "exec" /\ Owner(FrameAt(x).op) = t /\ RecOf(FrameAt(x).op) = r
     \/ \E i \in Ops(t) : Prog[t][i].rec = r /\ execCount[<<t, i>>] > 0 /\ InQueue(t, lockQ[r])
 MutualExclusionInv ==
-    \A r \in Rec : Cardinality({t \in Txn : Uses(t, r)}) <= 1    \* Uses once per transaction, not per pair
+    \A r \in Rec : LET U == {t \in Txn : Uses(t, r)} IN
+        Cardinality(U) <= 1 \/ \A t \in U : Shared(t, r)
 
 \* Each steal context a stealer takes was taken by no other stealer: a
 \* context is handed down the chain, never copied.
@@ -540,4 +564,10 @@ CloseReachable == ~\E o \in OpId : opStatus[o] = "aborted" /\ \A k \in 1..Len(rq
 \* A waiter takes back the context it handed down (WaiterStealBack).
 StealBackReachable == ~\E w \in Txn : \E k \in 1..Len(stack[w]) :
                           stack[w][k].hand # Bot /\ stack[w][k].hand.from = Owner(stack[w][k].op)
+\* Two transactions use a record at once, both holding it shared.
+SharedUseReachable == ~\E r \in Rec : Cardinality({t \in Txn : Uses(t, r)}) > 1
+\* A waiter steals from a predecessor that holds its record shared.
+StealFromReaderReachable == ~\E w \in Txn : \E k \in 1..Len(stack[w]) :
+                                LET f == stack[w][k] IN
+                                f.pc = "steal" /\ f.pred # Bot /\ Shared(f.pred, RecOf(f.op))
 =============================================================================

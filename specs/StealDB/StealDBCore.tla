@@ -17,6 +17,7 @@ CONSTANTS
     Txn,    \* transaction ids
     Rec,    \* records
     Prog,   \* Prog[t][i].rec: the record op i of t touches (StealDB's Prog)
+    SharedCtx, \* the pairs <<t, r>> whose lock context on r is shared (t only reads r); {} when every lock is exclusive
     Bot     \* model value: a claimed op's tid
 
 Ops(t) == 1..Len(Prog[t])
@@ -34,14 +35,19 @@ VARIABLES
     opTid,      \* opTid[o]: op.tid, Owner(o) until the claiming CAS sets Bot
     st,         \* st[o] \in States
     execCount,  \* ghost: how many times o has executed
-    lockQ,      \* lockQ[r]: FIFO queue of transactions on r's lock; the head holds it
+    lockQ,      \* lockQ[r]: FIFO queue of transactions on r's lock; the head holds it, and so does each shared context with only shared ones ahead
     rel         \* rel[t]: t has released a lock
 
 vars == <<opTid, st, execCount, lockQ, rel>>
 
 Doomed(t) == \E i \in Ops(t) : st[<<t, i>>] = "aborted"
 InQueue(t, q) == \E k \in 1..Len(q) : q[k] = t
-HoldsLock(t, r) == lockQ[r] # <<>> /\ Head(lockQ[r]) = t
+\* Granted: the head, or a shared context with only shared contexts ahead
+\* (readers at the head are admitted together, RWFifoLock.tla).
+GrantedIn(t, r, q) == \E k \in 1..Len(q) :
+                         /\ q[k] = t
+                         /\ k = 1 \/ \A j \in 1..k : <<q[j], r>> \in SharedCtx
+HoldsLock(t, r) == GrantedIn(t, r, lockQ[r])
 NoDup(q) == \A j, k \in 1..Len(q) : j # k => q[j] # q[k]
 DupFreeSeqs(S) == {q \in UNION {[1..n -> S] : n \in 0..Cardinality(S)} : NoDup(q)}
 
@@ -75,7 +81,7 @@ TryLock(o) ==
     /\ IF Doomed(t)
          THEN /\ SetSt(o, "aborted") /\ UNCHANGED lockQ
          ELSE /\ lockQ' = [lockQ EXCEPT ![r] = Append(@, t)]
-              /\ SetSt(o, IF lockQ[r] = <<>> THEN "exec" ELSE "queued")
+              /\ SetSt(o, IF GrantedIn(t, r, Append(lockQ[r], t)) THEN "exec" ELSE "queued")
     /\ UNCHANGED <<opTid, execCount, rel>>
 
 \* Lines 8-9: the wait ends when the lock is ours.
@@ -105,7 +111,7 @@ Release(t, r) ==
     /\ IF Doomed(t) THEN \A i \in Ops(t) : st[<<t, i>>] \notin {"queued", "exec"}
                     ELSE \A i \in Ops(t) : st[<<t, i>>] = "done"
     /\ HoldsLock(t, r)
-    /\ lockQ' = [lockQ EXCEPT ![r] = Tail(@)]
+    /\ lockQ' = [lockQ EXCEPT ![r] = SelectSeq(@, LAMBDA x : x # t)]
     /\ rel' = [rel EXCEPT ![t] = TRUE]
     /\ UNCHANGED <<opTid, st, execCount>>
 
@@ -146,11 +152,13 @@ LockCoreInv ==
          /\ \A i \in Ops(t) : st[<<t, i>>] \notin {"queued", "exec"}
          /\ Doomed(t) \/ \A i \in Ops(t) : st[<<t, i>>] = "done"
 
-\* Mutual exclusion follows: at most one transaction uses a record.
+\* Mutual exclusion follows: two transactions use a record at once only
+\* if both hold it shared.
 Uses(t, r) == \E i \in Ops(t) : Prog[t][i].rec = r /\
                  (st[<<t, i>>] = "exec" \/ (st[<<t, i>>] = "done" /\ InQueue(t, lockQ[r])))
 MutualExclusionCoreInv ==
-    \A r \in Rec : \A t1, t2 \in Txn : t1 # t2 => ~(Uses(t1, r) /\ Uses(t2, r))
+    \A r \in Rec : \A t1, t2 \in Txn :
+        (t1 # t2 /\ Uses(t1, r) /\ Uses(t2, r)) => {<<t1, r>>, <<t2, r>>} \subseteq SharedCtx
 
 \* Initial states for the inductiveness checks: every state satisfying TypeOK
 \* and the invariants.  Written as TypeOK and the invariant interleaved, so TLC

@@ -63,10 +63,13 @@ SuccIn(n, st, lq, ph) ==
            (IF f.pc \in {"wait", "stealClear", "steal"} /\ ~HeadIs(lq[RecOf(f.op)], Owner(f.op))
             THEN {<<"C", Owner(f.op), RecOf(f.op)>>} ELSE {})
       [] OTHER ->
-           LET t == n[2] IN LET r == n[3] IN LET i == PosIn(t, lq[r]) IN
-           IF i > 1 THEN {<<"C", lq[r][i - 1], r>>}       \* behind its predecessor
-           ELSE IF ph[t] = "run" THEN {<<"R", t>>}        \* the holder releases at its decision
-           ELSE {}                                         \* released as soon as it is the head
+           LET t == n[2] IN LET r == n[3] IN LET q == lq[r] IN LET i == PosIn(t, q) IN
+           \* Behind every context ahead: with shared locks a writer waits for all
+           \* the readers ahead, not only for the one it follows (with exclusive
+           \* ones the edges past the predecessor add no cycle).
+           IF ~GrantedIn(t, r, q) THEN {<<"C", q[j], r>> : j \in 1..(i - 1)}
+           ELSE IF ph[t] = "run" THEN {<<"R", t>>}        \* a holder releases at its decision
+           ELSE {}                                         \* released as soon as it is granted
 
 \* The nodes present.
 LiveIn(st, lq) ==

@@ -56,14 +56,18 @@ TraceRunOpClaim(e) ==
     /\ (opTid[e.op] = Owner(e.op)) = e.ok
     /\ RunOpClaim(e.w)
 
-\* Lines 3-6: TRYLOCK returned the recorded predecessor (Bot: the lock was free).
+\* Lines 3-6: TRYLOCK returned the recorded predecessor (Bot: no node queued).
 \* This is the contract STEALOP follows: the predecessor is the previous tail.
+\* The engine's granted readers leave the queue, so Bot may also find
+\* readers that hold, which the spec keeps at the head of its queue.
 TraceRunOpTryLock(e) ==
     /\ e.kind = "RunOpTryLock"
     /\ OpOnTop(e.w, e.op)
     /\ RecOf(e.op) = e.rec
     /\ ~Doomed(Owner(e.op))
-    /\ LET q == lockQ[RecOf(e.op)] IN IF e.pred = Bot THEN q = <<>> ELSE q # <<>> /\ q[Len(q)] = e.pred
+    /\ LET q == lockQ[RecOf(e.op)] IN
+       IF e.pred = Bot THEN \A j \in 1..Len(q) : Shared(q[j], e.rec)
+       ELSE q # <<>> /\ q[Len(q)] = e.pred
     /\ RunOpTryLock(e.w)
 
 \* RunOpTryLock's other branch: the transaction is doomed, the op is skipped.
@@ -139,7 +143,7 @@ TraceOwnerDecide(e) ==
 
 TraceOwnerRelease(e) ==
     /\ e.kind = "OwnerRelease"
-    /\ lockQ[e.rec] # <<>> /\ Head(lockQ[e.rec]) = e.w
+    /\ Granted(e.w, e.rec)
     /\ OwnerRelease(e.w)
     /\ lockQ'[e.rec] # lockQ[e.rec]
 

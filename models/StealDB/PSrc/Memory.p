@@ -52,7 +52,23 @@ machine Memory {
     return false;
   }
   fun IsRunning(t: int): bool { return phase[t] != COMMITTED && phase[t] != ABORTED; }
-  fun Acquired(o: OpId): bool { return sizeof(lockQ[RecOf(o)]) > 0 && lockQ[RecOf(o)][0] == o.t; }
+  fun Acquired(o: OpId): bool { return Granted(o.t, RecOf(o)); }
+  // t's context on r is shared: t only reads r (one op per record).
+  fun Shared(t: int, r: int): bool {
+    var i: int;
+    if (!cfg.sharedReads) { return false; }
+    while (i < Ops(t)) { if (cfg.progs[t][i].rec == r && cfg.progs[t][i].write) { return false; } i = i + 1; }
+    return true;
+  }
+  // Granted: the head, or a shared context with only shared ones ahead (RWFifoLock.tla).
+  fun Granted(t: int, r: int): bool {
+    var i: int; var k: int;
+    i = PosIn(t, r);
+    if (i < 0) { return false; }
+    if (i == 0) { return true; }
+    while (k <= i) { if (!Shared(lockQ[r][k], r)) { return false; } k = k + 1; }
+    return true;
+  }
   fun InQueue(t: int, r: int): bool {
     var k: int;
     while (k < sizeof(lockQ[r])) { if (lockQ[r][k] == t) { return true; } k = k + 1; }
@@ -103,12 +119,12 @@ machine Memory {
     }
     if (phase[t] == COMMIT_REL || phase[t] == ABORT_REL) {
       held = false;
-      // One context at the head released per step; a context still waiting is released once it
-      // reaches the head. Heads first: a waiting context seen first must not hold up a head
+      // One granted context released per step; a context still waiting is released once it is
+      // granted. Granted ones first: a waiting context seen first must not hold up a holder
       // behind which another transaction waits (with no threshold, that was a deadlock).
       foreach (r in keys(lockQ)) {
-        if (!held && sizeof(lockQ[r]) > 0 && lockQ[r][0] == t) {
-          lockQ[r] -= (0);
+        if (!held && Granted(t, r)) {
+          lockQ[r] = Without(lockQ[r], t);
           announce eReleased, (rec = r, t = t);
           held = true;
         }
@@ -147,8 +163,9 @@ machine Memory {
       if (Doomed(t)) { opStatus[o] = FAILED; Reply(req.by, req.w, false, f); return; }
       r = RecOf(o);
       announce eRequested, (rec = r, t = t);
-      if (sizeof(lockQ[r]) == 0) { f.pc = EXEC; } else { f.pc = WAIT; f.pred = lockQ[r][sizeof(lockQ[r]) - 1]; }
+      if (sizeof(lockQ[r]) > 0) { f.pred = lockQ[r][sizeof(lockQ[r]) - 1]; }
       lockQ[r] += (sizeof(lockQ[r]), t);
+      if (Granted(t, r)) { f.pc = EXEC; } else { f.pc = WAIT; }
       Reply(req.by, req.w, true, f);
       return;
     }
@@ -156,7 +173,8 @@ machine Memory {
       // The enabled ones of WaiterProceed, WaiterTimeout, WaiterStealSwap, WaiterStealBack,
       // WaiterStealBasic; one is chosen.
       r = RecOf(o);
-      if (Acquired(o) || !IsRunning(f.pred) || cfg.mutants.proceedWithoutLock) { choices += (0); }
+      // The second exit, "the predecessor no longer runs", only with exclusive locks (StealDB.tla).
+      if (Acquired(o) || ((!cfg.sharedReads || cfg.mutants.predEndedExit) && !IsRunning(f.pred)) || cfg.mutants.proceedWithoutLock) { choices += (0); }
       if (!Acquired(o) && !cfg.mutants.noTimeout) { choices += (1); }
       if (!Acquired(o) && cfg.detect && OnCycle(FrameNode(req.by, sizeof(stacks[req.by]) - 1))) { choices += (5); }
       if (!Acquired(o) && IsRunning(f.pred)) {
@@ -226,7 +244,7 @@ machine Memory {
   fun Execute(o: OpId) {
     var t: int; var j: int; var ready: bool; var d: int; var added: bool;
     t = o.t;
-    announce eGranted, (rec = RecOf(o), t = t);
+    announce eGranted, (rec = RecOf(o), t = t, shared = Shared(t, RecOf(o)));
     announce eExecuted, o;
     if (cfg.progs[t][o.i].mayAbort && $) { opStatus[o] = FAILED; } else { opStatus[o] = OK; }
     j = 0;
@@ -297,13 +315,20 @@ machine Memory {
       f = stacks[w][k];
       // A frame returns only after the one above it; in the wait loop it needs its context at the head.
       if (k + 1 < sizeof(stacks[w]) && Visible(w, k + 1)) { out += (FrameNode(w, k + 1)); }
-      if ((f.pc == WAIT || f.pc == STEAL) && PosIn(f.op.t, RecOf(f.op)) > 0) { out += (ContextNode(f.op.t, RecOf(f.op))); }
+      if ((f.pc == WAIT || f.pc == STEAL) && !Granted(f.op.t, RecOf(f.op))) { out += (ContextNode(f.op.t, RecOf(f.op))); }
       return out;
     }
     t = (n - 100000) / 1000; r = (n - 100000) % 1000;
     i = PosIn(t, r);
-    if (i > 0) { out += (ContextNode(lockQ[r][i - 1], r)); }
-    if (i == 0 && phase[t] == RUN) { out += (t); }
+    if (Granted(t, r)) {
+      if (phase[t] == RUN) { out += (t); }
+      return out;
+    }
+    // Behind every context ahead: a writer waits for all the readers ahead. The mutant: with
+    // only granted readers ahead (in the engine, out of the queue) it waits for nobody.
+    if (cfg.mutants.detectIgnoresReaders && Shared(lockQ[r][i - 1], r) && Granted(lockQ[r][i - 1], r)) { return out; }
+    k = 0;
+    while (k < i) { out += (ContextNode(lockQ[r][k], r)); k = k + 1; }
     return out;
   }
 

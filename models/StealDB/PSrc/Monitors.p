@@ -27,17 +27,42 @@ spec ExactlyOnce observes eExecuted, eClaimed, eTxnDecided {
 }
 
 // MutualExclusionInv: a transaction uses a record from the first execution of its op on it
-// until it releases the record's lock; two never use one record at once.
+// until it releases the record's lock; two use one record at once only if both hold it shared.
 spec MutualExclusion observes eGranted, eReleased {
-  var user: map[int, int];
+  var writer: map[int, int];
+  var readers: map[int, set[int]];
   start state Watching {
-    on eGranted do (g: (rec: int, t: int)) {
-      assert !(g.rec in user) || user[g.rec] == g.t,
-        format("MutualExclusionInv: transaction {0} executes on record {1} while transaction {2} uses it", g.t, g.rec, user[g.rec]);
-      user[g.rec] = g.t;
+    on eGranted do (g: (rec: int, t: int, shared: bool)) {
+      var u: int;
+      assert !(g.rec in writer) || writer[g.rec] == g.t,
+        format("MutualExclusionInv: transaction {0} executes on record {1} while transaction {2} writes it", g.t, g.rec, writer[g.rec]);
+      if (!(g.rec in readers)) { readers[g.rec] = default(set[int]); }
+      if (g.shared) { readers[g.rec] += (g.t); return; }
+      foreach (u in readers[g.rec]) {
+        assert u == g.t, format("MutualExclusionInv: transaction {0} writes record {1} while transaction {2} reads it", g.t, g.rec, u);
+      }
+      writer[g.rec] = g.t;
     }
     on eReleased do (g: (rec: int, t: int)) {
-      if (g.rec in user && user[g.rec] == g.t) { user -= (g.rec); }
+      if (g.rec in writer && writer[g.rec] == g.t) { writer -= (g.rec); }
+      if (g.rec in readers) { readers[g.rec] -= (g.t); }
+    }
+  }
+}
+
+// Non-vacuity of reader-writer locks: two transactions never read one record at once (tests
+// with shared reads must fail it).
+spec SharedUseReachable observes eGranted, eReleased {
+  var readers: map[int, set[int]];
+  start state Watching {
+    on eGranted do (g: (rec: int, t: int, shared: bool)) {
+      if (!g.shared) { return; }
+      if (!(g.rec in readers)) { readers[g.rec] = default(set[int]); }
+      readers[g.rec] += (g.t);
+      assert sizeof(readers[g.rec]) < 2, format("SharedUseReachable: two transactions read record {0} at once", g.rec);
+    }
+    on eReleased do (g: (rec: int, t: int)) {
+      if (g.rec in readers) { readers[g.rec] -= (g.t); }
     }
   }
 }

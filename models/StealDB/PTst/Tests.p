@@ -1,14 +1,16 @@
 // The workloads of specs/StealDB/MCStealDB.tla, and its mutants as test cases that must fail.
 // Records: 0 the hot one, 1-3 A, B, C, 10 + 10 t + k transaction t's k-th private record.
 
-fun Op(rec: int, deps: set[int], mayAbort: bool): OpSpec { return (rec = rec, deps = deps, mayAbort = mayAbort); }
+fun Op(rec: int, deps: set[int], mayAbort: bool): OpSpec { return (rec = rec, deps = deps, mayAbort = mayAbort, write = true); }
+fun ReadOp(rec: int, deps: set[int], mayAbort: bool): OpSpec { return (rec = rec, deps = deps, mayAbort = mayAbort, write = false); }
 fun After0(): set[int] { var s: set[int]; s += (0); return s; }
 fun Roots(): set[int] { return default(set[int]); }
 fun Private(t: int, k: int): int { return 10 + 10 * t + k; }
 
 fun NoMutants(): Mutants {
   return (noCas = false, nonAtomicSteal = false, earlyRelease = false, proceedWithoutLock = false,
-          timeoutCancels = false, noTimeout = false, detectNoStealEdges = false);
+          timeoutCancels = false, noTimeout = false, detectNoStealEdges = false,
+          predEndedExit = false, detectIgnoresReaders = false);
 }
 
 // HotProg: every transaction increments the hot record, then two private records that depend
@@ -66,11 +68,37 @@ fun TwoHot(): map[int, seq[OpSpec]] {
   return progs;
 }
 
-fun Launch(progs: map[int, seq[OpSpec]], policy: Policy, mutants: Mutants) { LaunchWith(progs, policy, mutants, false); }
+// HotReadProg (reader-writer locks): T0 writes the hot record, T1 and T2 only read it; each then
+// writes two private records. T0's last op may abort.
+fun HotRead(): map[int, seq[OpSpec]] {
+  var progs: map[int, seq[OpSpec]]; var t: int; var ops: seq[OpSpec];
+  while (t < 3) {
+    ops = default(seq[OpSpec]);
+    if (t == 0) { ops += (0, Op(0, Roots(), false)); } else { ops += (0, ReadOp(0, Roots(), false)); }
+    ops += (1, Op(Private(t, 1), After0(), false));
+    ops += (2, Op(Private(t, 2), After0(), t == 0));
+    progs[t] = ops;
+    t = t + 1;
+  }
+  return progs;
+}
 
-fun LaunchWith(progs: map[int, seq[OpSpec]], policy: Policy, mutants: Mutants, detect: bool) {
+// SharedOppositeProg: each transaction reads one record, then writes the other.
+fun SharedOpposite(): map[int, seq[OpSpec]] {
+  var progs: map[int, seq[OpSpec]]; var ops: seq[OpSpec];
+  ops += (0, ReadOp(1, Roots(), false)); ops += (1, Op(2, After0(), false)); ops += (2, Op(Private(0, 1), After0(), true));
+  progs[0] = ops;
+  ops = default(seq[OpSpec]);
+  ops += (0, ReadOp(2, Roots(), false)); ops += (1, Op(1, After0(), false)); ops += (2, Op(Private(1, 1), After0(), false));
+  progs[1] = ops;
+  return progs;
+}
+
+fun Launch(progs: map[int, seq[OpSpec]], policy: Policy, mutants: Mutants) { LaunchWith(progs, policy, mutants, false, false); }
+
+fun LaunchWith(progs: map[int, seq[OpSpec]], policy: Policy, mutants: Mutants, detect: bool, sharedReads: bool) {
   var memory: Memory; var t: int;
-  memory = new Memory((progs = progs, policy = policy, mutants = mutants, detect = detect));
+  memory = new Memory((progs = progs, policy = policy, mutants = mutants, detect = detect, sharedReads = sharedReads));
   foreach (t in keys(progs)) { new Worker((memory = memory, t = t)); }
 }
 
@@ -91,10 +119,15 @@ machine TestMutantNonAtomicSteal { start state S { entry { var m: Mutants; m = N
 machine TestMutantEarlyRelease { start state S { entry { var m: Mutants; m = NoMutants(); m.earlyRelease = true; Launch(Hot(), QUEUE, m); } } }
 machine TestMutantProceedWithoutLock { start state S { entry { var m: Mutants; m = NoMutants(); m.proceedWithoutLock = true; Launch(Hot(), QUEUE, m); } } }
 machine TestMutantTimeoutCancels { start state S { entry { var m: Mutants; m = NoMutants(); m.timeoutCancels = true; Launch(Hot(), QUEUE, m); } } }
-machine TestDetectOpposite { start state S { entry { LaunchWith(Opposite(), QUEUE, NoThreshold(), true); } } }
-machine TestDetectLockOrder { start state S { entry { LaunchWith(LockOrder(), QUEUE, NoThreshold(), true); } } }
-machine TestNoStealDetectOpposite { start state S { entry { LaunchWith(Opposite(), NOSTEAL, NoThreshold(), true); } } }
-machine TestMutantDetectNoStealEdges { start state S { entry { LaunchWith(LockOrder(), QUEUE, NoStealEdges(), true); } } }
+machine TestDetectOpposite { start state S { entry { LaunchWith(Opposite(), QUEUE, NoThreshold(), true, false); } } }
+machine TestDetectLockOrder { start state S { entry { LaunchWith(LockOrder(), QUEUE, NoThreshold(), true, false); } } }
+machine TestNoStealDetectOpposite { start state S { entry { LaunchWith(Opposite(), NOSTEAL, NoThreshold(), true, false); } } }
+machine TestMutantDetectNoStealEdges { start state S { entry { LaunchWith(LockOrder(), QUEUE, NoStealEdges(), true, false); } } }
+machine TestSharedHot { start state S { entry { LaunchWith(HotRead(), QUEUE, NoMutants(), false, true); } } }
+machine TestSharedOpposite { start state S { entry { LaunchWith(SharedOpposite(), QUEUE, NoMutants(), false, true); } } }
+machine TestDetectSharedOpposite { start state S { entry { LaunchWith(SharedOpposite(), QUEUE, NoThreshold(), true, true); } } }
+machine TestMutantDetectIgnoreReaders { start state S { entry { var m: Mutants; m = NoThreshold(); m.detectIgnoresReaders = true; LaunchWith(SharedOpposite(), QUEUE, m, true, true); } } }
+machine TestMutantPredEndedExit { start state S { entry { var m: Mutants; m = NoMutants(); m.predEndedExit = true; LaunchWith(HotRead(), QUEUE, m, false, true); } } }
 machine TestPaperLockOrderNoTimeout { start state S { entry { var m: Mutants; m = NoMutants(); m.noTimeout = true; Launch(LockOrder(), QUEUE, m); } } }
 
 // Every test case checks every property; models/check knows which must fail, and how.
@@ -114,6 +147,11 @@ test tcDetectOpposite [main=TestDetectOpposite]: assert ExactlyOnce, MutualExclu
 test tcDetectLockOrder [main=TestDetectLockOrder]: assert ExactlyOnce, MutualExclusion, TwoPhase, StealTokenTakenOnce, Termination in { TestDetectLockOrder, Memory, Worker };
 test tcNoStealDetectOpposite [main=TestNoStealDetectOpposite]: assert ExactlyOnce, MutualExclusion, TwoPhase, StealTokenTakenOnce, Termination in { TestNoStealDetectOpposite, Memory, Worker };
 test tcMutantDetectNoStealEdges [main=TestMutantDetectNoStealEdges]: assert ExactlyOnce, MutualExclusion, TwoPhase, StealTokenTakenOnce, Termination in { TestMutantDetectNoStealEdges, Memory, Worker };
+test tcSharedHot [main=TestSharedHot]: assert ExactlyOnce, MutualExclusion, TwoPhase, StealTokenTakenOnce, Termination in { TestSharedHot, Memory, Worker };
+test tcSharedOpposite [main=TestSharedOpposite]: assert ExactlyOnce, MutualExclusion, TwoPhase, StealTokenTakenOnce, Termination in { TestSharedOpposite, Memory, Worker };
+test tcDetectSharedOpposite [main=TestDetectSharedOpposite]: assert ExactlyOnce, MutualExclusion, TwoPhase, StealTokenTakenOnce, Termination in { TestDetectSharedOpposite, Memory, Worker };
+test tcMutantDetectIgnoreReaders [main=TestMutantDetectIgnoreReaders]: assert ExactlyOnce, MutualExclusion, TwoPhase, StealTokenTakenOnce, Termination in { TestMutantDetectIgnoreReaders, Memory, Worker };
+test tcMutantPredEndedExit [main=TestMutantPredEndedExit]: assert ExactlyOnce, MutualExclusion, TwoPhase, StealTokenTakenOnce, Termination in { TestMutantPredEndedExit, Memory, Worker };
 
 // Non-vacuity: each must fail with the named monitor, showing that step happens in that workload.
 test tcHotCommitReachable [main=TestHot]: assert CommitReachable in { TestHot, Memory, Worker };
@@ -131,3 +169,5 @@ test tcNoStealOppositeCommitReachable [main=TestNoStealOpposite]: assert CommitR
 test tcNoStealOppositeNeverSteals [main=TestNoStealOpposite]: assert StealReachable in { TestNoStealOpposite, Memory, Worker };
 test tcDetectOppositeDetectReachable [main=TestDetectOpposite]: assert DetectReachable in { TestDetectOpposite, Memory, Worker };
 test tcDetectLockOrderStolenCycleReachable [main=TestDetectLockOrder]: assert StolenCycleReachable in { TestDetectLockOrder, Memory, Worker };
+test tcSharedHotSharedUseReachable [main=TestSharedHot]: assert SharedUseReachable in { TestSharedHot, Memory, Worker };
+test tcDetectSharedOppositeDetectReachable [main=TestDetectSharedOpposite]: assert DetectReachable in { TestDetectSharedOpposite, Memory, Worker };

@@ -39,8 +39,12 @@ public static class StealDbTests
     const int DetectIterations = 2_500;
     const uint Steps = 20_000;
 
-    /// <summary>One op: the row it increments and the ops (by index) it depends on.</summary>
-    internal sealed record OpSpec(int Row, params int[] Deps);
+    /// <summary>One op: the row it increments (or only reads, with <see cref="Reads"/>, taking its
+    /// lock shared) and the ops (by index) it depends on.</summary>
+    internal sealed record OpSpec(int Row, params int[] Deps)
+    {
+        public bool Reads { get; init; }
+    }
     /// <summary>One transaction: its ops, and whether its last op aborts by the program's logic
     /// or throws (a bug in its body) after incrementing its row.</summary>
     internal sealed record TxnSpec(OpSpec[] Ops, bool UserAbort = false, bool Throws = false);
@@ -101,6 +105,24 @@ public static class StealDbTests
         new([new(Private(2, 1)), new(B, 0)]),
     ];
 
+    /// <summary>MCStealDB.tla's HotReadProg: t1 and t2 read the hot row together, t0 writes it;
+    /// every transaction then increments two private rows. t2's last op aborts (the spec's
+    /// model has the writer's abort; either makes the readers' share meet an abort's undo).</summary>
+    internal static readonly TxnSpec[] HotReadWorkload =
+    [
+        new([new(Hot), new(Private(0, 1), 0), new(Private(0, 2), 0)]),
+        new([new(Hot) { Reads = true }, new(Private(1, 1), 0), new(Private(1, 2), 0)]),
+        new([new(Hot) { Reads = true }, new(Private(2, 1), 0), new(Private(2, 2), 0)], UserAbort: true),
+    ];
+
+    /// <summary>SharedOppositeProg: each transaction reads one row, then writes the other; each
+    /// write waits behind the other's granted reader, a deadlock only shared locks have.</summary>
+    internal static readonly TxnSpec[] SharedOppositeWorkload =
+    [
+        new([new(A) { Reads = true }, new(B, 0), new(Private(0, 1), 0)]),
+        new([new(B) { Reads = true }, new(A, 0), new(Private(1, 1), 0)]),
+    ];
+
     public static IEnumerable<CoyoteTest> All =>
     [
         new("StealDBHot", () => Run(HotWorkload, StealPolicy.Queue, StealDbMutants.None), MaxSteps: Steps),
@@ -109,6 +131,10 @@ public static class StealDbTests
         new("StealDBTwoHot", () => Run(TwoHotWorkload, StealPolicy.Queue, StealDbMutants.None), MaxSteps: Steps),
         new("StealDBBasicWSHot", () => Run(HotWorkload, StealPolicy.Basic, StealDbMutants.None), MaxSteps: Steps),
         new("StealDBNoStealOpposite", () => Run(OppositeWorkload, StealPolicy.None, StealDbMutants.None), MaxSteps: Steps),
+        new("StealDBSharedHot", () => Run(HotReadWorkload, StealPolicy.Queue, StealDbMutants.None), MaxSteps: Steps),
+        new("StealDBSharedUseReachable", () => Run(HotReadWorkload, StealPolicy.Queue, StealDbMutants.None, assertNoSharedUse: true),
+            CaughtBy: "SharedUseReachable", MaxSteps: Steps),
+        new("StealDBSharedOpposite", () => Run(SharedOppositeWorkload, StealPolicy.Queue, StealDbMutants.None), MaxSteps: Steps, Iterations: DetectIterations),
         new("StealDBThrowingBody", () => Run(ThrowingWorkload, StealPolicy.Queue, StealDbMutants.None), MaxSteps: Steps),
         new("StealDBThrowingBodyStolenReachable", () => Run(ThrowingWorkload, StealPolicy.Queue, StealDbMutants.None, assertOwnerRanThrow: true),
             CaughtBy: "ThrowStolenReachable", MaxSteps: Steps),
@@ -116,9 +142,12 @@ public static class StealDbTests
         new("StealDBDetectLockOrder", () => Run(LockOrderWorkload, StealPolicy.Queue, StealDbMutants.None, threshold: NoThreshold), MaxSteps: Steps, Iterations: DetectIterations),
         new("StealDBNoStealDetectOpposite", () => Run(OppositeWorkload, StealPolicy.None, StealDbMutants.None, threshold: NoThreshold), MaxSteps: Steps, Iterations: DetectIterations),
         new("StealDBBasicWSDetectLockOrder", () => Run(LockOrderWorkload, StealPolicy.Basic, StealDbMutants.None, threshold: NoThreshold), MaxSteps: Steps, Iterations: DetectIterations),
+        new("StealDBDetectSharedOpposite", () => Run(SharedOppositeWorkload, StealPolicy.Queue, StealDbMutants.None, threshold: NoThreshold), MaxSteps: Steps, Iterations: DetectIterations),
         new("StealDBDetectStolenCycleReachable", () => Run(LockOrderWorkload, StealPolicy.Queue, StealDbMutants.None, threshold: NoThreshold, assertNoStolenCycle: true),
             CaughtBy: "StolenCycleReachable", MaxSteps: Steps),
         new("StealDBTwinDetectorIgnoresStolenFrames", () => Run(LockOrderWorkload, StealPolicy.Queue, StealDbMutants.DetectorIgnoresStolenFrames, threshold: NoThreshold),
+            CaughtBy: CoyoteSuite.StepsBound, MaxSteps: Steps),
+        new("StealDBTwinDetectorIgnoresReaders", () => Run(SharedOppositeWorkload, StealPolicy.Queue, StealDbMutants.DetectorIgnoresReaders, threshold: NoThreshold),
             CaughtBy: CoyoteSuite.StepsBound, MaxSteps: Steps),
         new("StealDBTwinReadThenClear", () => Run(TwoHotWorkload, StealPolicy.Queue, StealDbMutants.ReadThenClear),
             CaughtBy: "StealTokenTakenOnceInv", MaxSteps: Steps),
@@ -143,7 +172,8 @@ public static class StealDbTests
     /// check that a thief can run a throwing op into an assertion that none did.</summary>
     internal static async Task Run(TxnSpec[] workload, StealPolicy policy, StealDbMutants mutants,
                                    StealDbTrace? trace = null, Dictionary<long, int>? rowKeys = null, bool checks = true,
-                                   bool assertOwnerRanThrow = false, int threshold = Threshold, bool assertNoStolenCycle = false)
+                                   bool assertOwnerRanThrow = false, int threshold = Threshold, bool assertNoStolenCycle = false,
+                                   bool assertNoSharedUse = false)
     {
         using var db = new Database();
         var table = db.Create("rec", sizeof(long), 32);
@@ -202,6 +232,8 @@ public static class StealDbTests
         await Task.WhenAll(Enumerable.Range(0, workers).Select(Start));
         if (!checks) return;
 
+        if (assertNoSharedUse)
+            Specification.Assert(audit!.MostReaders < 2, $"SharedUseReachable: {audit.MostReaders} transactions read one row at once");
         if (assertNoStolenCycle)
             Specification.Assert(audit!.StolenCycleVictims == 0, $"StolenCycleReachable: {audit.StolenCycleVictims} of {audit.Victims} deadlock victims were on a cycle through a stolen op");
         var report = SerializabilityChecker.Check(recorder.Collect());
@@ -215,7 +247,7 @@ public static class StealDbTests
         }
         for (int key = 0; key < 32; key++)
         {
-            long expected = workload.Where((t, i) => !raised[i] && outcomes[i] == Outcome.Committed && t.Ops.Any(o => o.Row == key)).Count();
+            long expected = workload.Where((t, i) => !raised[i] && outcomes[i] == Outcome.Committed && t.Ops.Any(o => o.Row == key && !o.Reads)).Count();
             long actual = BinaryPrimitives.ReadInt64LittleEndian(table.Payload(table.Find(key)));
             Specification.Assert(actual == expected, $"row {key} holds {actual}, but {expected} committed transactions incremented it");
         }
@@ -228,6 +260,13 @@ public static class StealDbTests
         for (int i = 0; i < spec.Ops.Length; i++)
         {
             bool last = i == spec.Ops.Length - 1;
+            if (spec.Ops[i].Reads)
+            {
+                b.Read($"op{i}", "rec", KeySource.FromArg(i), (row, a, r) =>
+                    last && a[abortArg] != 0 ? TxnProgram.UserAbort : BinaryPrimitives.ReadInt64LittleEndian(row),
+                    spec.Ops[i].Deps.Select(d => $"op{d}").ToArray());
+                continue;
+            }
             b.Write($"op{i}", "rec", KeySource.FromArg(i), (row, a, r) =>
             {
                 if (last && a[abortArg] != 0) return TxnProgram.UserAbort;

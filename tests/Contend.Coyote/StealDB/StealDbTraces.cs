@@ -33,6 +33,26 @@ public static class StealDbTraces
 
     static bool Committed(List<StealDbEvent> events) => Has(events, StealDbAction.OwnerDecide, ok: true);
 
+    /// <summary>Two transactions hold one row at once: one executes on it after another did and
+    /// before that one released it (only readers can).</summary>
+    static bool SharedAtOnce(List<StealDbEvent> events)
+    {
+        var holders = new Dictionary<long, HashSet<long>>();
+        var rowOf = new Dictionary<(long Tid, int Op), long>();
+        foreach (var e in events)
+        {
+            if (e.Action == StealDbAction.RunOpTryLock) rowOf[(e.Tid, e.Op)] = e.Row;
+            else if (e.Action == StealDbAction.RunOpExecute && rowOf.TryGetValue((e.Tid, e.Op), out long row))
+            {
+                if (!holders.TryGetValue(row, out var set)) holders[row] = set = [];
+                set.Add(e.Tid);
+                if (set.Count > 1) return true;
+            }
+            else if (e.Action == StealDbAction.OwnerRelease && holders.TryGetValue(e.Row, out var held)) held.Remove(e.Tid);
+        }
+        return false;
+    }
+
     static readonly TraceCase[] Cases =
     [
         new("StealDBTraceHot", HotWorkload, StealPolicy.Queue, StealDbMutants.None,
@@ -65,6 +85,12 @@ public static class StealDbTraces
             e => Committed(e) && Has(e, StealDbAction.DetectorAbort), Threshold: int.MaxValue),
         new("StealDBTraceDetectLockOrder", LockOrderWorkload, StealPolicy.Queue, StealDbMutants.None,
             "sorted lock order broken by stealing, no wait threshold: the detector ends the deadlock stealing made",
+            e => Committed(e) && Has(e, StealDbAction.DetectorAbort), Threshold: int.MaxValue),
+        new("StealDBTraceSharedHot", HotReadWorkload, StealPolicy.Queue, StealDbMutants.None,
+            "reader-writer locks: two readers share the hot record while the writer waits, and a waiter steals",
+            e => Committed(e) && Has(e, StealDbAction.WaiterStealRun, ok: true) && SharedAtOnce(e)),
+        new("StealDBTraceDetectSharedOpposite", SharedOppositeWorkload, StealPolicy.Queue, StealDbMutants.None,
+            "each transaction reads one record then writes the other, no wait threshold: the detector ends the deadlock through the two shares",
             e => Committed(e) && Has(e, StealDbAction.DetectorAbort), Threshold: int.MaxValue),
         new("StealDBTraceTwinEarlyRelease", HotWorkload, StealPolicy.Queue, StealDbMutants.EarlyRelease,
             "twin: an op releases its lock as soon as it has run",
@@ -188,6 +214,7 @@ public static class StealDbTraces
                 Prog <- TraceProg
                 TraceLog <- TraceEvents
                 StealPolicy = "{policy}"
+                SharedReads = TRUE
                 Bot = Bot
                 InitVal = InitVal
                 NoVal = NoVal
@@ -198,7 +225,8 @@ public static class StealDbTraces
 
     static string WorkloadName(TxnSpec[] w) =>
         w == HotWorkload ? "HotProg" : w == OppositeWorkload ? "OppositeProg" : w == LockOrderWorkload ? "LockOrderProg"
-        : w == TwoHotWorkload ? "TwoHotProg (engine variant)" : w == ThrowingWorkload ? "HotProg, the first transaction's last op throwing" : "?";
+        : w == TwoHotWorkload ? "TwoHotProg (engine variant)" : w == ThrowingWorkload ? "HotProg, the first transaction's last op throwing"
+        : w == HotReadWorkload ? "HotReadProg (a reader's abort)" : w == SharedOppositeWorkload ? "SharedOppositeProg" : "?";
 
     /// <summary>The run as a module extending StealDBTrace. Attempts are numbered 1, 2, ... in the
     /// order they first appear; ops and runnable-queue positions are 1-based, as in the spec.</summary>
@@ -226,7 +254,7 @@ public static class StealDbTraces
         }
         var worker = number.OrderBy(kv => kv.Value).Select(kv => (Tid: kv.Key, N: kv.Value)).ToList();
         string Ops(TxnSpec t) => "<< " + string.Join(", ", t.Ops.Select((o, i) =>
-            $"[rec |-> {Rec(o.Row)}, deps |-> {{{string.Join(", ", o.Deps.Select(d => d + 1))}}}, write |-> TRUE, " +
+            $"[rec |-> {Rec(o.Row)}, deps |-> {{{string.Join(", ", o.Deps.Select(d => d + 1))}}}, write |-> {Bool(!o.Reads)}, " +
             $"mayAbort |-> {Bool((t.UserAbort || t.Throws) && i == t.Ops.Length - 1)}]")) + " >>";
         var progs = worker.Select(w => $"    ({w.N} :> {Ops(c.Workload[(int)(w.Tid & 0xFF)])})");
         var recs = worker.SelectMany(w => c.Workload[(int)(w.Tid & 0xFF)].Ops.Select(o => Rec(o.Row))).Distinct();

@@ -38,9 +38,12 @@ internal sealed record StealDbOptions(StealPolicy Policy = StealPolicy.Queue, in
 /// (seed 000, Algorithms 1-4). Each step names the spec action it implements.
 ///
 /// A transaction's ops run in its program's DAG order on whichever worker claims them; the
-/// claim is a CAS on the op's tid word (exactly once). An op locks its row with an exclusive
-/// MCS queue lock (one queue node per (worker, op)); a waiter that is not granted takes the
-/// steal context of the transaction ahead of it and runs one of the lock holder's ops. The
+/// claim is a CAS on the op's tid word (exactly once). An op locks its row with a reader-writer
+/// MCS queue lock (one queue node per (worker, op); specs/MCSLock/RWMCSLock.tla), shared if it
+/// only reads, else exclusive (StealDB.tla with SharedReads); a waiter that is not granted takes
+/// the steal context of the transaction queued ahead of it and runs one of that transaction's
+/// ops. A writer that finds only readers holding (they leave the queue once granted) has no
+/// transaction ahead to follow: it waits, stealing only what it handed down itself (C3). The
 /// steal context is one word per transaction slot:
 /// <code>
 ///   steal context  [ 63 .............. 15 | 14 ....... 8 | 7 ........ 0 ]
@@ -55,7 +58,8 @@ internal sealed record StealDbOptions(StealPolicy Policy = StealPolicy.Queue, in
 ///
 /// Writes go in place under the exclusive lock with a before-image per op; abort restores them.
 /// A transaction must touch each row at most once (the spec's ASSUME): a second lock context
-/// on a row its own transaction holds would queue behind itself.
+/// on a row its own transaction holds would queue behind itself, or a write wait for its own
+/// transaction's share (<see cref="GiveUpWaitOnItself"/>).
 ///
 /// A key function or body that throws is a bug in its program, and its op may be running on
 /// another transaction's worker. Decision: that worker catches it, and the op ends as the
@@ -77,7 +81,8 @@ internal sealed class StealDb : ITransactionProtocol
     readonly McsLock _lock;
     readonly QueueDeadlockDetector _detector;
     readonly int _imageBytes;
-    /// <summary>Basic policy only: per table and row, the worker slot whose transaction holds the row's lock, + 1.</summary>
+    /// <summary>Basic policy only: per table and row, the worker slot whose transaction holds the row's lock, + 1
+    /// (of its readers, the last to execute): whom a waiter steals from, a hint that may be stale.</summary>
     readonly int[][]? _holders;
     readonly MutantFlag _readThenClear, _claimTestThenSet, _earlyRelease, _runWithoutLock, _timeoutLeavesQueue, _failureEscapes;
 
@@ -102,7 +107,8 @@ internal sealed class StealDb : ITransactionProtocol
         for (int w = 0; w < setup.Workers; w++) _slots[w] = new Slot(w, _imageBytes);
         _lock = new McsLock(setup.Workers * TxnContext.MaxOps, new MutantFlag(setup.Mutants, StealDbMutants.McsReleaseClearTail));
         _detector = new(_lock, setup.Workers, frames: options.MaxNesting + 1, TxnContext.MaxOps,
-                        ownFramesOnly: new MutantFlag(setup.Mutants, StealDbMutants.DetectorIgnoresStolenFrames));
+                        ownFramesOnly: new MutantFlag(setup.Mutants, StealDbMutants.DetectorIgnoresStolenFrames),
+                        ignoresReaders: new MutantFlag(setup.Mutants, StealDbMutants.DetectorIgnoresReaders));
         if (options.Policy == StealPolicy.Basic) _holders = _db.Tables.Select(t => new int[t.Capacity]).ToArray();
         _readThenClear = new(setup.Mutants, StealDbMutants.ReadThenClear);
         _claimTestThenSet = new(setup.Mutants, StealDbMutants.ClaimTestThenSet);
@@ -300,8 +306,8 @@ internal sealed class StealDb : ITransactionProtocol
         return false;
     }
 
-    /// <summary>OwnerRelease: unlock every held node, then each abandoned node as it reaches the
-    /// head (C2: a node cannot leave an MCS queue). Polling every abandoned node, not one at a
+    /// <summary>OwnerRelease: unlock every held node, then each abandoned node once it is granted
+    /// (C2: a node cannot leave an MCS queue). Polling every abandoned node, not one at a
     /// time, matters: two aborting transactions may each have one abandoned behind the other's.
     /// Then OwnerFinish: the transaction stops running only after all of it.
     ///
@@ -350,7 +356,7 @@ internal sealed class StealDb : ITransactionProtocol
             {
                 if (s.Ops[i].Lock != Abandoned) continue;
                 using var step = new TracedStep(Trace?.Gate);
-                if (!_lock.CheckAcquired(Node(s, i))) continue;
+                if (!AbandonedGranted(s, i)) continue;
                 Unlock(s, i, tid, audited: false);
                 abandoned--;
             }
@@ -362,6 +368,20 @@ internal sealed class StealDb : ITransactionProtocol
             Trace?.Add(new(StealDbAction.OwnerFinish, tid));
         }
     }
+
+    /// <summary>An abandoned node is granted and may go (OwnerRelease releases a context once
+    /// granted): a reader's woken, counted and out of the queue; a writer's woken and with no
+    /// reader holding. Mcs lets an abandoned writer go once woken, without waiting for readers,
+    /// which is safe too (only counted readers hold while it is the head), but is not a step of
+    /// StealDB.tla, whose traces check this one.</summary>
+    bool AbandonedGranted(Slot s, int op)
+    {
+        int node = Node(s, op);
+        ref long word = ref RowWord(s, op);
+        return s.Ops[op].SharedLock ? _lock.CheckAcquiredShared(ref word, node) : _lock.CheckAcquiredExclusive(ref word, node);
+    }
+
+    ref long RowWord(Slot s, int op) => ref _db[s.Ctx.Program.Ops[op].TableId].Word(s.Ops[op].Row);
 
     /// <summary>A committed op's version, if it wrote its row; stored while the row is still locked.</summary>
     void InstallVersion(Slot s, int op, long tid)
@@ -377,8 +397,10 @@ internal sealed class StealDb : ITransactionProtocol
         var table = _db[s.Ctx.Program.Ops[op].TableId];
         long rowKey = HistoryRecorder.RowKey(table.Id, s.Ops[op].Row);
         if (audited) Audit?.Released(rowKey, tid);
-        if (_holders is not null && audited) Volatile.Write(ref _holders[table.Id][s.Ops[op].Row], 0);
-        _lock.Unlock(ref table.Word(s.Ops[op].Row), Node(s, op));
+        // Only if it still names us: readers share a row, and the hint names the last to execute.
+        if (_holders is not null && audited) Interlocked.CompareExchange(ref _holders[table.Id][s.Ops[op].Row], 0, s.Worker + 1);
+        if (s.Ops[op].SharedLock) _lock.UnlockShared(ref table.Word(s.Ops[op].Row), Node(s, op));
+        else _lock.UnlockExclusive(ref table.Word(s.Ops[op].Row), Node(s, op));
         s.Ops[op].Lock = NotLocked;
         Trace?.Add(new(StealDbAction.OwnerRelease, tid, Row: rowKey));
     }
@@ -399,6 +421,9 @@ internal sealed class StealDb : ITransactionProtocol
                 return;
             case LockStep.Queued when predecessor == s.Worker:
                 GiveUpWaitOnItself(s, op, predecessorOp, tid, runner);
+                return;
+            case LockStep.Queued when !s.Ops[op].SharedLock && SharedByOwnOp(s, op) is int reader and >= 0:
+                GiveUpWaitOnItself(s, op, reader, tid, runner);
                 return;
             case LockStep.Queued when !_runWithoutLock && !AwaitLock(s, op, node, tid, predecessor, depth, runner):
                 return; // WaiterTimeout
@@ -428,6 +453,21 @@ internal sealed class StealDb : ITransactionProtocol
         Trace?.Add(new(StealDbAction.WaiterTimeout, RunnerTid(runner), tid, op));
     }
 
+    /// <summary>Another op of the transaction that holds the row of write <paramref name="op"/>
+    /// shared, -1 if none: the write would wait for its own transaction's reader. Read on the
+    /// queued path only; an op that reads the row on another thread at this moment may be
+    /// missed, and the detector or the threshold ends that wait instead.</summary>
+    static int SharedByOwnOp(Slot s, int op)
+    {
+        var ops = s.Ctx.Program.Ops;
+        for (int j = 0; j < ops.Length; j++)
+        {
+            if (j != op && s.Ops[j].Lock == Held && s.Ops[j].SharedLock && s.Ops[j].Row == s.Ops[op].Row
+                && ops[j].TableId == ops[op].TableId) return j;
+        }
+        return -1;
+    }
+
     /// <summary>RunOpClaim: Alg. 2 line 1, CAS(&amp;op.tid, tid, null). False: someone else has it.</summary>
     bool Claim(Slot s, int op, long tid, int runner)
     {
@@ -452,8 +492,9 @@ internal sealed class StealDb : ITransactionProtocol
     enum LockStep { Finished, Granted, Queued }
 
     /// <summary>RunOpTryLock: Alg. 2 lines 3-6 and Alg. 4. A doomed transaction's op is skipped,
-    /// not locked; otherwise the op's node is appended and the old tail is its predecessor (its
-    /// worker in <paramref name="predecessor"/>).</summary>
+    /// not locked; otherwise the op's node is appended, shared if the op only reads, and the old
+    /// tail is its predecessor (its worker in <paramref name="predecessor"/>, -1 if none: a
+    /// writer waiting for readers, who left the queue when granted).</summary>
     LockStep TryLock(Slot s, int op, long tid, int runner, out int node, out int predecessor, out int predecessorOp)
     {
         using var step = new TracedStep(Trace?.Gate);
@@ -495,14 +536,19 @@ internal sealed class StealDb : ITransactionProtocol
             return LockStep.Finished;
         }
         s.Ops[op].Row = row;
-        bool granted = _lock.TryLock(ref table.Word(row), node, out long tail);
-        if (!granted)
+        bool shared = !o.Writes(ctx.Args);
+        s.Ops[op].SharedLock = shared;
+        ref long word = ref table.Word(row);
+        long lockKey = ((long)table.Id << 32) | (uint)row;
+        bool granted = shared ? _lock.TryLockShared(ref word, node, lockKey) : _lock.TryLockExclusive(ref word, node, lockKey);
+        long ahead = granted ? McsLock.AheadNone : _lock.AheadOf(node);
+        if (ahead > 0)
         {
-            predecessor = (int)((tail - 1) / TxnContext.MaxOps);
-            predecessorOp = (int)((tail - 1) % TxnContext.MaxOps);
+            predecessor = (int)((ahead - 1) / TxnContext.MaxOps);
+            predecessorOp = (int)((ahead - 1) % TxnContext.MaxOps);
         }
         Trace?.Add(new(StealDbAction.RunOpTryLock, RunnerTid(runner), tid, op,
-                       Predecessor: granted ? 0 : _slots[predecessor].Ctx.TxnId, Row: HistoryRecorder.RowKey(table.Id, row)));
+                       Predecessor: predecessor < 0 ? 0 : _slots[predecessor].Ctx.TxnId, Row: HistoryRecorder.RowKey(table.Id, row)));
         return granted ? LockStep.Granted : LockStep.Queued;
     }
 
@@ -516,7 +562,7 @@ internal sealed class StealDb : ITransactionProtocol
         var table = _db[o.TableId];
         int row = s.Ops[op].Row;
         s.Ops[op].Lock = Held;
-        Audit?.Acquired(HistoryRecorder.RowKey(table.Id, row), tid);
+        Audit?.Acquired(HistoryRecorder.RowKey(table.Id, row), tid, s.Ops[op].SharedLock);
         if (_holders is not null) Volatile.Write(ref _holders[table.Id][row], s.Worker + 1);
         var data = table.Payload(row);
         s.Ops[op].ReadVersion = Volatile.Read(ref table.Version(row));
@@ -528,6 +574,7 @@ internal sealed class StealDb : ITransactionProtocol
         try
         {
             bool write = o.Writes(args);
+            Debug.Assert(write != s.Ops[op].SharedLock, $"op {o.Name}: its lock's mode and whether it writes disagree");
             if (write)
             {
                 data.CopyTo(s.Images.AsSpan(op * _imageBytes, data.Length));
@@ -606,7 +653,8 @@ internal sealed class StealDb : ITransactionProtocol
 
     /// <summary>Waits until the op's node is granted (WaiterProceed: true) or the wait has been
     /// idle for the threshold (WaiterTimeout: false), stealing meanwhile. s is the slot of the
-    /// op's transaction, whose word the queue policy hands contexts down through.</summary>
+    /// op's transaction, whose word the queue policy hands contexts down through;
+    /// <paramref name="predecessorWorker"/> is -1 when no node was queued ahead.</summary>
     bool AwaitLock(Slot s, int op, int node, long tid, int predecessorWorker, int depth, int runner)
     {
         _detector.Waits(runner, depth, s.Worker, node);
@@ -631,10 +679,10 @@ internal sealed class StealDb : ITransactionProtocol
             int stolen = -1;
             using (new TracedStep(Trace?.Gate))
             {
-                // WaiterProceed's first exit only. Its second, "the predecessor no longer runs",
-                // is left out: the predecessor's last release hands this node the lock anyway,
-                // and an MCS node learns of that from its flag alone (fewer behaviours than Spec).
-                if (_lock.CheckAcquired(node))
+                // WaiterProceed's first exit only, as StealDB.tla has it with SharedReads: "the
+                // predecessor no longer runs" does not mean granted when readers hold ahead
+                // (StealDBMutantProceedWhenPredEnds).
+                if (s.Ops[op].SharedLock ? _lock.CheckAcquiredShared(ref tail, node) : _lock.CheckAcquiredExclusive(ref tail, node))
                 {
                     Trace?.Add(new(StealDbAction.WaiterProceed, RunnerTid(runner), tid, op));
                     return true;
@@ -660,7 +708,8 @@ internal sealed class StealDb : ITransactionProtocol
                 }
                 if (depth < _options.MaxNesting)
                 {
-                    if (_options.Policy == StealPolicy.Queue) context = TakeQueue(s, node, ref tail, _slots[predecessorWorker], runner);
+                    if (_options.Policy == StealPolicy.Queue)
+                        context = TakeQueue(s, node, ref tail, predecessorWorker < 0 ? null : _slots[predecessorWorker], runner);
                     else if (_options.Policy == StealPolicy.Basic) stolen = TakeBasic(s, op, runner, out context);
                 }
             }
@@ -684,26 +733,29 @@ internal sealed class StealDb : ITransactionProtocol
     /// worker publish for its next transaction; the context taken then names a live transaction
     /// that is not the predecessor. Outside Spec, not unsafe: its op is claimed by CAS on the full
     /// tid and locked like any other (proofs/StealDB.md section 7).</summary>
-    long TakeQueue(Slot s, int node, ref long tail, Slot predecessor, int runner)
+    long TakeQueue(Slot s, int node, ref long tail, Slot? predecessor, int runner)
     {
         long context;
-        if (_readThenClear)
+        if (predecessor is not null)
         {
-            // Mutant (MutantStealTakeNonAtomic): Alg. 3 as written, line 1 reads, line 5 clears.
-            context = Volatile.Read(ref predecessor.Words.StealContext);
-            if (context != 0) Volatile.Write(ref predecessor.Words.StealContext, 0);
-        }
-        else
-        {
-            // WaiterStealSwap (C1): lines 1-5 as one exchange with the empty context.
-            context = Interlocked.Exchange(ref predecessor.Words.StealContext, 0);
-        }
-        if (context != 0)
-        {
-            Audit?.Taken(predecessor.Worker, context);
-            Trace?.Add(new(StealDbAction.WaiterStealSwap, RunnerTid(runner), From: predecessor.Ctx.TxnId,
-                           Token: (TidOf(context), PositionOf(context))));
-            return context;
+            if (_readThenClear)
+            {
+                // Mutant (MutantStealTakeNonAtomic): Alg. 3 as written, line 1 reads, line 5 clears.
+                context = Volatile.Read(ref predecessor.Words.StealContext);
+                if (context != 0) Volatile.Write(ref predecessor.Words.StealContext, 0);
+            }
+            else
+            {
+                // WaiterStealSwap (C1): lines 1-5 as one exchange with the empty context.
+                context = Interlocked.Exchange(ref predecessor.Words.StealContext, 0);
+            }
+            if (context != 0)
+            {
+                Audit?.Taken(predecessor.Worker, context);
+                Trace?.Add(new(StealDbAction.WaiterStealSwap, RunnerTid(runner), From: predecessor.Ctx.TxnId,
+                               Token: (TidOf(context), PositionOf(context))));
+                return context;
+            }
         }
         if (!McsLock.IsTail(ref tail, node)) return 0;
         // WaiterStealBack (C3): with no successor queued, nobody else will take what we handed down.
@@ -795,6 +847,8 @@ internal sealed class StealDb : ITransactionProtocol
         [FieldOffset(28)] public int DepsLeft;
         [FieldOffset(32)] public byte Lock;
         [FieldOffset(33)] public bool Wrote;
+        /// <summary>The op's node is a reader's (the op only reads its row).</summary>
+        [FieldOffset(34)] public bool SharedLock;
     }
 
     /// <summary>The slot's words that change while it runs, in groups by who writes them and

@@ -7,7 +7,8 @@ namespace Contend.Engine.Protocols.StealDB;
 /// <list type="bullet">
 /// <item>ExactlyOnceInv: no op runs twice; every op of a committing transaction ran; and
 /// StealDBCore's ExactlyOnceCoreInv: no op is claimed twice.</item>
-/// <item>MutualExclusionInv: a row is used by one transaction at a time, from grant to release.</item>
+/// <item>MutualExclusionInv: a row is used by one transaction at a time, from grant to release,
+/// unless every user holds it shared.</item>
 /// <item>TwoPhaseProp: a transaction that released a lock takes none after.</item>
 /// <item>StealTokenTakenOnceInv: each stored steal context is taken by one stealer.</item>
 /// <item>FailedTxnUndoneInv, the engine's own (the spec has no exceptions): a transaction whose
@@ -20,6 +21,7 @@ internal sealed class StealDbAudit(Action<string>? fail = null)
     readonly object _gate = new();
     readonly Dictionary<(long Tid, int Op), int> _runs = new();
     readonly Dictionary<long, long> _rowUser = new();
+    readonly Dictionary<long, HashSet<long>> _rowReaders = new();
     readonly HashSet<long> _shrinking = new();
     readonly HashSet<(int Word, long Context)> _taken = new();
     readonly HashSet<(long Tid, int Op)> _claimed = new();
@@ -27,6 +29,8 @@ internal sealed class StealDbAudit(Action<string>? fail = null)
     public Action<string>? Fail { get; set; } = fail;
     public List<string> Violations { get; } = new();
     public long Takes { get; private set; }
+    /// <summary>The most transactions seen reading one row at once (non-vacuity: shares happen).</summary>
+    public int MostReaders { get; private set; }
 
     void Violated(string message)
     {
@@ -64,14 +68,20 @@ internal sealed class StealDbAudit(Action<string>? fail = null)
         }
     }
 
-    public void Acquired(long row, long tid)
+    public void Acquired(long row, long tid, bool shared)
     {
         lock (_gate)
         {
             if (_shrinking.Contains(tid)) Violated($"TwoPhaseProp: transaction {tid} takes the lock of row {row:X} after releasing one");
             if (_rowUser.TryGetValue(row, out long user) && user != tid)
-                Violated($"MutualExclusionInv: row {row:X} granted to transaction {tid} while transaction {user} uses it");
-            _rowUser[row] = tid;
+                Violated($"MutualExclusionInv: row {row:X} granted to transaction {tid} while transaction {user} writes it");
+            var readers = _rowReaders.GetValueOrDefault(row);
+            if (!shared && readers is not null && readers.Any(r => r != tid))
+                Violated($"MutualExclusionInv: row {row:X} granted for writing to transaction {tid} while transaction {readers.First(r => r != tid)} reads it");
+            if (!shared) _rowUser[row] = tid;
+            else if (readers is null) _rowReaders[row] = [tid];
+            else readers.Add(tid);
+            if (shared) MostReaders = Math.Max(MostReaders, _rowReaders[row].Count);
         }
     }
 
@@ -81,6 +91,7 @@ internal sealed class StealDbAudit(Action<string>? fail = null)
         {
             _shrinking.Add(tid);
             if (_rowUser.TryGetValue(row, out long user) && user == tid) _rowUser.Remove(row);
+            if (_rowReaders.TryGetValue(row, out var readers) && readers.Remove(tid) && readers.Count == 0) _rowReaders.Remove(row);
         }
     }
 
@@ -113,6 +124,10 @@ internal sealed class StealDbAudit(Action<string>? fail = null)
             foreach (var (row, user) in _rowUser)
             {
                 if (user == tid) Violated($"FailedTxnUndoneInv: transaction {tid} raised its body's exception while it holds row {row:X}");
+            }
+            foreach (var (row, readers) in _rowReaders)
+            {
+                if (readers.Contains(tid)) Violated($"FailedTxnUndoneInv: transaction {tid} raised its body's exception while it reads row {row:X}");
             }
         }
     }

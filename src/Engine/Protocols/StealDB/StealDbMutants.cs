@@ -7,7 +7,8 @@ namespace Contend.Engine.Protocols.StealDB;
 internal enum StealDbMutants
 {
     None = 0,
-    /// <summary>MCSLock.tla MutantReleaseClearTail, in StealDB's queue locks.</summary>
+    /// <summary>MCSLock.tla MutantReleaseClearTail, in StealDB's queue locks: a release clears the
+    /// tail whoever swapped it.</summary>
     McsReleaseClearTail = 1,
     /// <summary>MutantStealTakeNonAtomic (C1 undone): STEALOP reads the predecessor's steal
     /// context and clears it in a later store (Algorithm 3 lines 1 and 5 as written).</summary>
@@ -29,4 +30,8 @@ internal enum StealDbMutants
     /// leaves out every frame that runs another transaction's op, as a graph that each worker
     /// publishes for its own transaction would, and so misses a cycle through a stolen op.</summary>
     DetectorIgnoresStolenFrames = 128,
+    /// <summary>MCStealDBDeadlock.tla's MutantEdgesIgnoreReaders, in the engine: a writer waiting
+    /// for readers (who left the queue when granted) has no edge in the detector's graph, so two
+    /// writers each behind the other's reader are never found.</summary>
+    DetectorIgnoresReaders = 256,
 }

@@ -14,20 +14,21 @@ namespace Contend.Engine.Protocols.TwoPhaseLocking;
 ///   record word   [ 63 .............. 32 | 31 ............ 0 ]
 ///                 [ readers holding      | tail node id + 1  ]   0 | 0: free, no queue
 ///                 (readers: the reader-writer form only; the exclusive form's swap keeps it 0)
-///   queue node    long[8]: [0] next node id + 1 (0: none), [1] spin flag (1: wait),
+///   queue node    long[8]: [0] next node id + 1 (0: none), bit 32 set if that node is a
+///                          reader's (its waker counts it without reading its line), [1] spin flag (1: wait),
 ///                          [2] ahead: the node queued ahead, for the deadlock detector,
-///                          [3] 1: a reader's node, [4] the lock's key + 1 while the node's reader
+///                          [3] padding, [4] the lock's key + 1 while the node's reader
 ///                          holds (0 otherwise), [5] the lock's key + 1, [6] 1: a writer not yet
 ///                          holding, [7] padding
 /// </code>
-/// Words [2]-[6] are only for <see cref="QueueDeadlockDetector"/>, which reads them racily. A
+/// Words [2] and [4]-[6] are only for <see cref="QueueDeadlockDetector"/>, which reads them racily. A
 /// node belongs to one (worker, access) pair and is reused only after the access released it,
 /// which MutantInitKeepsNext shows must start by clearing next.
 /// </summary>
 internal sealed class McsLock
 {
-    const int NodeLongs = 8, Next = 0, SpinFlag = 1, Ahead = 2, IsReader = 3, HeldKey = 4, Key = 5, WriterWaits = 6;
-    const long OneReader = 1L << 32, TailMask = uint.MaxValue;
+    const int NodeLongs = 8, Next = 0, SpinFlag = 1, Ahead = 2, HeldKey = 4, Key = 5, WriterWaits = 6;
+    const long OneReader = 1L << 32, TailMask = uint.MaxValue, ReaderLink = 1L << 32;
 
     /// <summary>Values of a node's ahead word besides a node id + 1.</summary>
     public const long AheadUnknown = 0, AheadNone = -1;
@@ -56,13 +57,13 @@ internal sealed class McsLock
     /// FIFO hand-over check and StealDB's steal both read</param>
     public bool TryLock(ref long tail, int node, out long predecessor)
     {
-        int me = InitContext(node, reader: false, key: 0);
+        int me = InitContext(node, key: 0);
         // SwapTail: ctx_p = XCHG(lock.tail, lockCtx).
         long pred = predecessor = Interlocked.Exchange(ref tail, node + 1);
         Debug.Assert(pred >> 32 == 0, $"node {node}: the exclusive TRYLOCK swapped out a word with readers counted; a record word serves one form only");
         Publish(me, pred);
         if (pred == 0) return true; // EnterFree
-        Link(pred, node);
+        Link(pred, node, reader: false);
         return false;
     }
 
@@ -88,7 +89,7 @@ internal sealed class McsLock
             next = AwaitLink(me); // HolderAwaitLink
         }
         // HolderHandover: clear the successor's spin flag.
-        Volatile.Write(ref _nodes[(int)(next - 1) * NodeLongs + SpinFlag], 0);
+        Volatile.Write(ref _nodes[(int)((next & TailMask) - 1) * NodeLongs + SpinFlag], 0);
     }
 
     /// <summary>RWMCSLock.tla InitContext and SwapTail of a reader: true when it found no queue
@@ -96,7 +97,7 @@ internal sealed class McsLock
     /// <param name="key">names the lock for the deadlock detector (the same for every node of one record word)</param>
     public bool TryLockShared(ref long word, int node, long key)
     {
-        int me = InitContext(node, reader: true, key);
+        int me = InitContext(node, key);
         while (true)
         {
             long w = Volatile.Read(ref word);
@@ -117,7 +118,7 @@ internal sealed class McsLock
             {
                 long pred = w & TailMask;
                 Publish(me, pred);
-                Link(pred, node);
+                Link(pred, node, reader: true);
                 return false;
             }
         }
@@ -148,7 +149,7 @@ internal sealed class McsLock
     /// for its predecessor, or, at the head, for the readers to release.</summary>
     public bool TryLockExclusive(ref long word, int node, long key)
     {
-        int me = InitContext(node, reader: false, key);
+        int me = InitContext(node, key);
         _nodes[me + WriterWaits] = 1;
         long w;
         do w = Volatile.Read(ref word);
@@ -156,7 +157,7 @@ internal sealed class McsLock
         long pred = w & TailMask;
         Publish(me, pred);
         if (pred == 0) Volatile.Write(ref _nodes[me + SpinFlag], 0); // the head from the start
-        else Link(pred, node);
+        else Link(pred, node, reader: false);
         return CheckAcquiredExclusive(ref word, node);
     }
 
@@ -195,10 +196,10 @@ internal sealed class McsLock
     }
 
     /// <summary>True while <paramref name="node"/> is the last in the queue: no successor has swapped the tail.</summary>
-    public static bool IsTail(ref long tail, int node) => Volatile.Read(ref tail) == node + 1;
+    public static bool IsTail(ref long tail, int node) => (Volatile.Read(ref tail) & TailMask) == (uint)(node + 1);
 
     /// <summary>InitContext: nobody can reach this node before the swap publishes it.</summary>
-    int InitContext(int node, bool reader, long key)
+    int InitContext(int node, long key)
     {
         int me = node * NodeLongs;
         Volatile.Write(ref _nodes[me + Next], 0);
@@ -206,7 +207,6 @@ internal sealed class McsLock
         // The detector's words, plain stores on the node's own line: the swap's interlocked
         // instruction orders them before it, and a reader that sees "unknown" stops there.
         _nodes[me + Ahead] = AheadUnknown;
-        _nodes[me + IsReader] = reader ? 1 : 0;
         _nodes[me + Key] = key + 1;
         _nodes[me + WriterWaits] = 0;
         return me;
@@ -214,8 +214,10 @@ internal sealed class McsLock
 
     void Publish(int me, long pred) => _nodes[me + Ahead] = pred == 0 ? AheadNone : pred;
 
-    /// <summary>LinkBehindPred: ctx_p.next = lockCtx.</summary>
-    void Link(long pred, int node) => Volatile.Write(ref _nodes[(int)(pred - 1) * NodeLongs + Next], node + 1);
+    /// <summary>LinkBehindPred: ctx_p.next = lockCtx, with whether it is a reader's, which its waker
+    /// reads from its own line (one cache miss fewer on every hand-over: docs/measured/StealDB.md).</summary>
+    void Link(long pred, int node, bool reader) =>
+        Volatile.Write(ref _nodes[(int)(pred - 1) * NodeLongs + Next], (node + 1L) | (reader ? ReaderLink : 0L));
 
     /// <summary>A reader's leaving the queue once woken (ReaderCheckNext to ReaderPassOn) and a
     /// writer's release (WriterCheckNext to WriterHandover), the same steps in RWMCSLock.tla:
@@ -230,6 +232,14 @@ internal sealed class McsLock
             while (true)
             {
                 long w = Volatile.Read(ref word);
+                if (_releaseClearsTail)
+                {
+                    // RWMCSLock.tla has no such step; MCSLock.tla's MutantReleaseClearTail in this
+                    // form: the tail cleared whoever swapped it, so a successor that has not linked
+                    // yet is never woken.
+                    if (Interlocked.CompareExchange(ref word, w & ~TailMask, w) == w) return;
+                    continue;
+                }
                 if ((w & TailMask) != (uint)(node + 1)) break;
                 if (Interlocked.CompareExchange(ref word, w & ~TailMask, w) == w) return;
             }
@@ -251,8 +261,8 @@ internal sealed class McsLock
     /// never sees no reader while a woken one has yet to move.</summary>
     void Wake(ref long word, long next)
     {
-        int successor = (int)(next - 1) * NodeLongs;
-        if (Volatile.Read(ref _nodes[successor + IsReader]) != 0) Interlocked.Add(ref word, OneReader);
+        int successor = (int)((next & TailMask) - 1) * NodeLongs;
+        if ((next & ReaderLink) != 0) Interlocked.Add(ref word, OneReader);
         Volatile.Write(ref _nodes[successor + SpinFlag], 0);
     }
 }
