@@ -5,9 +5,11 @@ namespace Contend.Engine.Protocols.TwoPhaseLocking;
 
 /// <summary>
 /// The MCS queue lock of specs/MCSLock/MCSLock.tla (exclusive: <see cref="TryLock(ref long, int)"/>,
-/// <see cref="CheckAcquired"/>, <see cref="Unlock"/>, StealDB's) and its reader-writer form of
-/// specs/MCSLock/RWMCSLock.tla (<see cref="TryLockShared"/>, <see cref="TryLockExclusive"/> and
-/// theirs, Mcs's). A record word serves one form or the other, never both. Each waiter spins on
+/// <see cref="CheckAcquired"/>, <see cref="Unlock"/>; since the StealDB family moved to the other
+/// form only the Coyote McsLock tests take it whole, checking it against its spec) and its
+/// reader-writer form of specs/MCSLock/RWMCSLock.tla (<see cref="TryLockShared"/>,
+/// <see cref="TryLockExclusive"/> and theirs, which Mcs and the StealDB family take). A record word
+/// serves one form or the other, never both. Each waiter spins on
 /// its own queue node. Nodes live in one managed array, one cache line each, and are named by
 /// index + 1 so that 0 is the empty tail:
 /// <code>
