@@ -47,20 +47,16 @@ public sealed class Database : IDisposable
             throw new InvalidOperationException($"engine '{engine}': this database is already served by engine '{other}'; one engine per database (dispose that engine first)");
     }
 
-    /// <summary>Throws when an engine serves the database or it was disposed: rows are read and
-    /// written outside transactions only while neither is so.</summary>
-    internal void ThrowIfServedOrDisposed(string what)
+    /// <summary>Throws when an engine serves the database or it was disposed: <paramref name="what"/>
+    /// happens only while neither is so (by default, rows read and written outside transactions;
+    /// <paramref name="served"/> and <paramref name="rule"/> word the error for another caller).</summary>
+    internal void ThrowIfServedOrDisposed(string what, string served = "serves this database",
+                                          string rule = "rows are loaded and read outside transactions only before an engine serves it")
     {
         ObjectDisposedException.ThrowIf(_disposed, this);
         if (Volatile.Read(ref _servedBy) is { } engine)
-            throw new InvalidOperationException($"{what}: engine '{engine}' serves this database; rows are loaded and read outside transactions only before an engine serves it");
+            throw new InvalidOperationException($"{what}: engine '{engine}' {served}; {rule}");
     }
-
-    /// <summary>The engine that serves the database; null when none does.</summary>
-    internal string? ServedBy => Volatile.Read(ref _servedBy);
-
-    /// <summary>Its tables' memory is freed.</summary>
-    internal bool Disposed => _disposed;
 
     /// <summary>The serving engine has stopped.</summary>
     internal void Release() => Volatile.Write(ref _servedBy, null);

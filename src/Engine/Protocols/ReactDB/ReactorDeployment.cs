@@ -102,9 +102,7 @@ public sealed class ReactorDeployment
     public Reactor Add(string name, int container, params string[] relations)
     {
         ArgumentException.ThrowIfNullOrEmpty(name);
-        ObjectDisposedException.ThrowIf(Database.Disposed, Database);
-        if (Database.ServedBy is { } engine)
-            throw new InvalidOperationException($"reactor {name}: engine '{engine}' serves this deployment already; a deployment is fixed before its engine starts");
+        Database.ThrowIfServedOrDisposed($"reactor {name}", "serves this deployment already", "a deployment is fixed before its engine starts");
         if (_byName.ContainsKey(name)) throw new ArgumentException($"reactor {name}: the name is taken", nameof(name));
         if ((uint)container >= (uint)Containers)
             throw new ArgumentOutOfRangeException(nameof(container), container, $"reactor {name}: container {container} outside 0..{Containers - 1}");
