@@ -356,7 +356,7 @@ internal sealed class StealDb : ITransactionProtocol
             {
                 if (s.Ops[i].Lock != Abandoned) continue;
                 using var step = new TracedStep(Trace?.Gate);
-                if (!AbandonedGranted(s, i)) continue;
+                if (!Granted(s, i, Node(s, i), ref RowWord(s, i))) continue;
                 Unlock(s, i, tid, audited: false);
                 abandoned--;
             }
@@ -369,17 +369,14 @@ internal sealed class StealDb : ITransactionProtocol
         }
     }
 
-    /// <summary>An abandoned node is granted and may go (OwnerRelease releases a context once
-    /// granted): a reader's woken, counted and out of the queue; a writer's woken and with no
-    /// reader holding. Mcs lets an abandoned writer go once woken, without waiting for readers,
-    /// which is safe too (only counted readers hold while it is the head), but is not a step of
-    /// StealDB.tla, whose traces check this one.</summary>
-    bool AbandonedGranted(Slot s, int op)
-    {
-        int node = Node(s, op);
-        ref long word = ref RowWord(s, op);
-        return s.Ops[op].SharedLock ? _lock.CheckAcquiredShared(ref word, node) : _lock.CheckAcquiredExclusive(ref word, node);
-    }
+    /// <summary>CHECKACQUIRED of the op's node in its mode, one look: a reader's woken, counted and
+    /// out of the queue; a writer's woken and with no reader holding. The wait loop asks it, and
+    /// so does the release of an abandoned node (OwnerRelease releases a context once granted;
+    /// Mcs lets an abandoned writer go once woken, without waiting for readers, which is safe
+    /// too, since only counted readers hold while it is the head, but is not a step of
+    /// StealDB.tla, whose traces check this one).</summary>
+    bool Granted(Slot s, int op, int node, ref long word) =>
+        s.Ops[op].SharedLock ? _lock.CheckAcquiredShared(ref word, node) : _lock.CheckAcquiredExclusive(ref word, node);
 
     ref long RowWord(Slot s, int op) => ref _db[s.Ctx.Program.Ops[op].TableId].Word(s.Ops[op].Row);
 
@@ -573,8 +570,7 @@ internal sealed class StealDb : ITransactionProtocol
         long result;
         try
         {
-            bool write = o.Writes(args);
-            Debug.Assert(write != s.Ops[op].SharedLock, $"op {o.Name}: its lock's mode and whether it writes disagree");
+            bool write = !s.Ops[op].SharedLock; // TryLock chose the mode from o.Writes(args)
             if (write)
             {
                 data.CopyTo(s.Images.AsSpan(op * _imageBytes, data.Length));
@@ -671,7 +667,7 @@ internal sealed class StealDb : ITransactionProtocol
     bool AwaitGrant(Slot s, int op, int node, long tid, int predecessorWorker, int depth, int runner)
     {
         var wait = new SpinWait();
-        ref long tail = ref _db[s.Ctx.Program.Ops[op].TableId].Word(s.Ops[op].Row);
+        ref long tail = ref RowWord(s, op);
         bool suspect = false;
         for (int idle = 0; ;)
         {
@@ -682,7 +678,7 @@ internal sealed class StealDb : ITransactionProtocol
                 // WaiterProceed's first exit only, as StealDB.tla has it with SharedReads: "the
                 // predecessor no longer runs" does not mean granted when readers hold ahead
                 // (StealDBMutantProceedWhenPredEnds).
-                if (s.Ops[op].SharedLock ? _lock.CheckAcquiredShared(ref tail, node) : _lock.CheckAcquiredExclusive(ref tail, node))
+                if (Granted(s, op, node, ref tail))
                 {
                     Trace?.Add(new(StealDbAction.WaiterProceed, RunnerTid(runner), tid, op));
                     return true;
