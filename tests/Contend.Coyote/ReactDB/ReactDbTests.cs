@@ -16,10 +16,10 @@ namespace Contend.Coyote.ReactDB;
 /// stay in its container never takes the conservative abort, and a sub-transaction's abort ends
 /// its root. A twin per mutant of the spec that applies to code (ReactDbMutants), each caught.
 /// </summary>
-/// <remarks>Not twinned: ReactDBMutantSharedContext (two threads in one context) loses a write
-/// only when they interleave inside a write-set update, which has no scheduling point here;
-/// ReactDBMutantDoubleDequeue (the queue is the executor's, whose tasks run once); and
-/// ReactDBMutantFailedRootHangs (a failed root's coordinator is the same code as a committing one's).</remarks>
+/// <remarks>ReactDBMutantSharedContext's lost write needs two threads inside one write-set update,
+/// which has no scheduling point here; its twin is caught as the spec's
+/// <c>...SharedContextThreads</c> is, by two sub-transactions of one root inside one container's
+/// context at once (OneThreadPerContextInv).</remarks>
 public static class ReactDbTests
 {
     const uint Steps = 20_000;
@@ -46,9 +46,18 @@ public static class ReactDbTests
         // The front door: its disposal racing calls that wait for a slot.
         new("ReactDBDisposeRacesSubmissions", () => DisposeRacesSubmissions(ReactDbMutants.None), MaxSteps: Steps, Iterations: CorrectRuns),
         new("ReactDBTwinStartsAfterClose", () => DisposeRacesSubmissions(ReactDbMutants.StartsAfterClose), CaughtBy: "Deadlock", MaxSteps: Steps),
+        // Containers of two executors: two sub-transactions of one root may be dequeued at once.
+        new("ReactDBTwoChildrenOneContainer", () => TwoChildrenOneContainer(ReactDbMutants.None), MaxSteps: Steps, Iterations: CorrectRuns),
+        new("ReactDBTwinSharedContext", () => TwoChildrenOneContainer(ReactDbMutants.SharedContext), CaughtBy: OneThread, MaxSteps: Steps),
+        // Non-vacuity: the schedules above do reach the conservative abort.
+        new("ReactDBConservativeAbortReachable", () => TwoChildrenOneContainer(ReactDbMutants.None, assertNoConservativeAbort: true),
+            CaughtBy: "ConservativeAbortReachable", MaxSteps: Steps),
+        new("ReactDBExactlyOnce", () => ExactlyOnce(ReactDbMutants.None), MaxSteps: Steps, Iterations: 50),
+        new("ReactDBTwinDoubleDequeue", () => ExactlyOnce(ReactDbMutants.DoubleDequeue), CaughtBy: "ExactlyOnceInv", MaxSteps: Steps),
+        new("ReactDBTwinFailedRootHangs", () => ChildAbort(ReactDbMutants.FailedRootHangs), CaughtBy: "Deadlock", MaxSteps: Steps),
     ];
 
-    const string Money = "MoneyInv", Serializable = "SerializableInv";
+    const string Money = "MoneyInv", Serializable = "SerializableInv", OneThread = "OneThreadPerContextInv";
     internal const long Initial = 100;
 
     /// <summary>Reactors acct0..acct(n-1), acct i on container i % 2, each with rows 0 and 1 of "balance" at <see cref="Initial"/>.</summary>
@@ -68,8 +77,8 @@ public static class ReactDbTests
         return deployment;
     }
 
-    static ReactDbEngine Engine(ReactorDeployment deployment, ReactDbMutants mutants, int? maxAttempts = null) =>
-        new(deployment, new ReactDbOptions { ExecutorsPerContainer = 1, RecordHistory = true, MaxRootsInFlight = 4, MaxAttempts = maxAttempts }, mutants, taskAnswers: true);
+    static ReactDbEngine Engine(ReactorDeployment deployment, ReactDbMutants mutants, int? maxAttempts = null, int executors = 1) =>
+        new(deployment, new ReactDbOptions { ExecutorsPerContainer = executors, RecordHistory = true, MaxRootsInFlight = 4, MaxAttempts = maxAttempts }, mutants, taskAnswers: true);
 
     internal static long Add(Span<byte> row, long amount)
     {
@@ -253,5 +262,69 @@ public static class ReactDbTests
         AssertSerializable(report);
         Specification.Assert(r.Outcome.Outcome == Outcome.UserAborted, $"AbortRootInv: the root ended {r.Outcome.Outcome} ({r.Outcome.Reason}) after its sub-transaction aborted it");
         Specification.Assert(r0 == Initial && r1 == Initial, $"AbortRootInv: an aborted root left rows at {r0} and {r1}");
+    }
+
+    /// <summary>
+    /// D2 with two executors a container: a root on container 0 calls acct1 and acct3 (both on
+    /// container 1) without awaiting between the calls, and each callee yields its thread halfway.
+    /// The second callee dequeued while the first holds the root's context there takes the
+    /// conservative abort instead of entering it: never are both inside at once
+    /// (OneThreadPerContextInv). The root commits both deposits, or ends on that abort.
+    /// </summary>
+    /// <param name="assertNoConservativeAbort">non-vacuity: fail once a root ends on the conservative abort</param>
+    static async Task TwoChildrenOneContainer(ReactDbMutants mutants, bool assertNoConservativeAbort = false)
+    {
+        var deployment = Bank(4);
+        var engine = Engine(deployment, mutants, maxAttempts: 1, executors: 2);
+        var a0 = deployment.Reactors[0];
+        int inside = 0;
+        bool overlapped = false;
+        var yieldingDeposit = new ReactorFunction("yieldingDeposit", async (call, _) =>
+        {
+            if (Interlocked.Increment(ref inside) > 1) overlapped = true;
+            await Task.Yield(); // gives the thread back, holding the context (D1, D2)
+            long v = call.Write(call.Reactor.Relation("balance"), 0, r => Add(r, 1));
+            Interlocked.Decrement(ref inside);
+            return v;
+        });
+        var fanOut = new ReactorFunction("fanOutToOneContainer", async (call, _) =>
+        {
+            var first = call.CallAsync(deployment.Reactors[1], yieldingDeposit, default);
+            var second = call.CallAsync(deployment.Reactors[3], yieldingDeposit, default);
+            return await first + await second;
+        });
+        var r = await engine.ExecuteAsync(a0, fanOut, default);
+        long b1 = await Committed(engine, deployment.Reactors[1], 0), b3 = await Committed(engine, deployment.Reactors[3], 0);
+        var report = await Quiesce(engine);
+        Specification.Assert(!overlapped, $"{OneThread}: two sub-transactions of one root ran inside container 1's context at once");
+        Specification.Assert(r.Outcome.Committed || r.Outcome.Reason == AbortReason.SharedContext,
+            $"the root ended {r.Outcome.Outcome} ({r.Outcome.Reason}); only the conservative abort may end it short");
+        long expected = r.Outcome.Committed ? Initial + 1 : Initial;
+        Specification.Assert(b1 == expected && b3 == expected, $"{Money}: the root ended {r.Outcome.Outcome} and left acct1 at {b1}, acct3 at {b3}");
+        AssertSerializable(report);
+        if (assertNoConservativeAbort)
+            Specification.Assert(r.Outcome.Committed, "ConservativeAbortReachable: the second callee found the context held and the root ended on the conservative abort");
+    }
+
+    /// <summary>
+    /// A root on container 0 awaits one call on container 1, whose logic counts its runs: a
+    /// sub-transaction runs once (ExactlyOnceInv), and a committed root's callee ran.
+    /// </summary>
+    static async Task ExactlyOnce(ReactDbMutants mutants)
+    {
+        var deployment = Bank(2);
+        var engine = Engine(deployment, mutants, maxAttempts: 1);
+        int runs = 0;
+        var counted = new ReactorFunction("countedDeposit", (call, _) =>
+        {
+            Interlocked.Increment(ref runs);
+            return ValueTask.FromResult(call.Write(call.Reactor.Relation("balance"), 0, r => Add(r, 1)));
+        });
+        var root = new ReactorFunction("callOnce", async (call, _) => await call.CallAsync(deployment.Reactors[1], counted, default));
+        var r = await engine.ExecuteAsync(deployment.Reactors[0], root, default);
+        var report = await Quiesce(engine);
+        Specification.Assert(runs <= 1 && (!r.Outcome.Committed || runs == 1),
+            $"ExactlyOnceInv: the root ended {r.Outcome.Outcome} and its one sub-transaction ran {runs} times");
+        AssertSerializable(report);
     }
 }

@@ -242,6 +242,9 @@ public sealed class ReactDbEngine : IAsyncDisposable
             long decided = System.Diagnostics.Stopwatch.GetTimestamp();
             if (node.BeginCommit())
             {
+                // Twin (ReactDBMutantFailedRootHangs): commitOrAbort only on success, so nothing
+                // ever ends a failed attempt.
+                if (Mutants.FailedRootHangs) await new TaskCompletionSource().Task;
                 reason = root.Reason;
                 root.Abort(Silo, Trace); // AbortAll
             }
@@ -262,7 +265,16 @@ public sealed class ReactDbEngine : IAsyncDisposable
     /// <summary>Algorithm 2 line 15: queues <paramref name="callee"/> on its container. Its task is
     /// the future: it completes, with the logic's result, once the callee and every
     /// sub-transaction it called have completed (Alg. 1 line 20).</summary>
-    internal Task<long> Enqueue(ReactorCall callee, ReactorFunction function, ReadOnlyMemory<long> args) =>
+    internal Task<long> Enqueue(ReactorCall callee, ReactorFunction function, ReadOnlyMemory<long> args)
+    {
+        var future = Queue(callee, function, args);
+        // Twin (ReactDBMutantDoubleDequeue): the dequeue leaves the sub-transaction queued, and a
+        // thread runs it again after the first.
+        if (Mutants.DoubleDequeue) _ = Queue(callee, function, args);
+        return future;
+    }
+
+    Task<long> Queue(ReactorCall callee, ReactorFunction function, ReadOnlyMemory<long> args) =>
         Task.Factory.StartNew(() => RunCallee(callee, function, args), CancellationToken.None, TaskCreationOptions.DenyChildAttach,
                               _executors[callee.Reactor.Container]).Unwrap();
 

@@ -30,6 +30,15 @@ internal enum ReactDbMutants
     /// <summary>The engine's alone (its front door, not the protocol): a call that waited for a
     /// slot while the engine closed queues its root anyway, on executors that have stopped.</summary>
     StartsAfterClose = 256,
+    /// <summary>ReactDBMutantSharedContextThreads: a dequeued sub-transaction takes its root's
+    /// context even while another thread holds it, so two threads use one context (D2, D3).</summary>
+    SharedContext = 512,
+    /// <summary>ReactDBMutantDoubleDequeue: a sub-transaction is left in its container's queue
+    /// when a thread takes it, so a second thread runs it again.</summary>
+    DoubleDequeue = 1024,
+    /// <summary>ReactDBMutantFailedRootHangs: the coordinator is called only when the root's
+    /// execution succeeded, so a failed root is never aborted and never answered.</summary>
+    FailedRootHangs = 2048,
 }
 
 /// <summary>The switches of <see cref="ReactDbMutants"/> as the engine reads them: each false, and
@@ -44,4 +53,7 @@ internal readonly struct ReactDbTwins(ReactDbMutants built)
     public readonly MutantFlag SkipRemoteValidation = new(built, ReactDbMutants.SkipRemoteValidation);
     public readonly MutantFlag PartialWrite = new(built, ReactDbMutants.PartialWrite);
     public readonly MutantFlag StartsAfterClose = new(built, ReactDbMutants.StartsAfterClose);
+    public readonly MutantFlag SharedContext = new(built, ReactDbMutants.SharedContext);
+    public readonly MutantFlag DoubleDequeue = new(built, ReactDbMutants.DoubleDequeue);
+    public readonly MutantFlag FailedRootHangs = new(built, ReactDbMutants.FailedRootHangs);
 }

@@ -244,7 +244,7 @@ public sealed class ReactorCall
         bool took = false;
         if (!Root.Failed)
         {
-            took = Root.TryTake(Reactor.Container, this);
+            took = Root.TryTake(Reactor.Container, this, evenIfHeld: _engine.Mutants.SharedContext);
             if (!took) Root.Fail(AbortReason.SharedContext);
         }
         if (trace is not null)

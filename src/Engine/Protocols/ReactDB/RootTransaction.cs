@@ -106,9 +106,14 @@ internal sealed class RootTransaction
     /// <summary>ReactDB.tla Dequeue: <paramref name="node"/> takes the root's context in its
     /// container, making it on first use (Alg. 1 lines 5-14); false when another thread holds it,
     /// which is the conservative abort's cause (D2).</summary>
-    public bool TryTake(int container, ReactorCall node)
+    /// <param name="evenIfHeld">the twin of ReactDBMutantSharedContextThreads: a held context is taken too</param>
+    public bool TryTake(int container, ReactorCall node, bool evenIfHeld = false)
     {
-        if (Interlocked.CompareExchange(ref _holders[container], node, null) is not null) return false;
+        if (Interlocked.CompareExchange(ref _holders[container], node, null) is not null)
+        {
+            if (!evenIfHeld) return false;
+            Volatile.Write(ref _holders[container], node);
+        }
         if (!_spans[container])
         {
             _contexts[container].BeginParticipantAttempt(Program, TxnId, _contexts[Home].Timestamp);
