@@ -39,17 +39,34 @@
 (*    (recorded instead of its ReplicaReceive), and the messages that      *)
 (*    carry no entry change nothing the spec holds.  The                   *)
 (*    recorded primary's crash keeps coordinators off its node, so that it *)
-(*    is one Crash.  A coordinator's failure is not traced: its successor  *)
-(*    does not finish the transaction as the spec's (proofs/Chiller.md,    *)
-(*    item 7: each share asks for the outcome).  The crash matrix, Coyote  *)
-(*    and the P model check those.                                         *)
+(*    is one Crash.                                                        *)
+(*  - A coordinator's failure is traced on a node that only coordinates.   *)
+(*    The spec gives each transaction a coordinator node of its own        *)
+(*    (CoordNode(t)); the engine's node coordinates several.  Its crash is *)
+(*    the spec's Crash of the coordinator of each attempt it has under way *)
+(*    (CrashCoordinators, one Crash a step in attempt order, then the      *)
+(*    event), and its channels' closing is CloseChannels of each.  The     *)
+(*    engine's successor is pulled (proofs/Chiller.md, item 7): a share    *)
+(*    whose coordinator is cut off asks the inner partition's primary,     *)
+(*    which answers from its own log and records RecoverCoordinator the    *)
+(*    first time.  That is the spec's RecoverCoordinator with the role     *)
+(*    going to the recorded copy, and, if the transaction was delegated    *)
+(*    and not yet decided, the new coordinator's CoordLearnCommit or       *)
+(*    CoordLearnAbort from its own log in the same event.  The asking      *)
+(*    shares then commit or release (OuterCommit, OuterRelease); the       *)
+(*    successor collects no answers, so no CoordFinish follows.  A lock    *)
+(*    request or an outcome still in flight when the coordinator stopped   *)
+(*    would land as a step of a coordinator that is down, which the spec's *)
+(*    one-step CoordLockOuter and OuterCommit cannot take: the recorded    *)
+(*    runs have none.                                                      *)
 (***************************************************************************)
 EXTENDS Chiller, TLC
 
 CONSTANT
     TraceLog    \* the recorded events, each [kind, t, p, c, reads]: t a transaction (0 for none),
                 \* p a partition, c a copy's index (1 the primary; 0 for none), reads a set of
-                \* <<key, value>> pairs, the value a transaction or InitVal
+                \* <<key, value>> pairs, the value a transaction or InitVal; a coordinator
+                \* node's CrashCoordinators and CloseCoordinators add ts, the attempts it had under way
 
 VARIABLE
     l           \* the index of the next event of TraceLog to match
@@ -158,24 +175,79 @@ TraceRecoveryCommit(e) ==
     /\ e.kind = "RecoveryCommit"
     /\ RecoveryCommit(e.t)
 
-\* The event at l names its action; every other Trace action fails on its kind.
-TraceNext ==
+\* A node that only coordinates stopped: the coordinators of the attempts in
+\* e.ts crash one a step, in attempt order, without consuming the event;
+\* the event is consumed once all have.
+CrashNextCoordinator(e) ==
+    /\ e.kind = "CrashCoordinators"
+    /\ \E t \in e.ts : /\ Up(CoordNode(t)) /\ \A u \in e.ts : u < t => ~Up(CoordNode(u))
+                      /\ Crash(CoordNode(t))
+
+TraceCrashCoordinators(e) ==
+    /\ e.kind = "CrashCoordinators"
+    /\ \A t \in e.ts : ~Up(CoordNode(t))
+    /\ UNCHANGED vars
+
+\* Its channels closed: CloseChannels of each of those coordinators, the same way.
+CloseNextCoordinator(e) ==
+    /\ e.kind = "CloseCoordinators"
+    /\ \E t \in e.ts : /\ CoordNode(t) \notin cutOff /\ \A u \in e.ts : u < t => CoordNode(u) \in cutOff
+                      /\ CloseChannels(CoordNode(t))
+
+TraceCloseCoordinators(e) ==
+    /\ e.kind = "CloseCoordinators"
+    /\ \A t \in e.ts : CoordNode(t) \in cutOff
+    /\ UNCHANGED vars
+
+\* Section 5.2's takeover by copy <<e.p, e.c>>, the inner partition's primary
+\* that answered.  Consumes the event when the outcome is set by it (already
+\* committing, or aborted because no copy knows t); otherwise TraceTakeoverLearns
+\* does.
+Takeover(e) ==
+    /\ e.kind = "RecoverCoordinator"
+    /\ RecoverCoordinator(e.t)
+    /\ coordAt'[e.t] = <<e.p, e.c>>
+
+TraceRecoverCoordinator(e) == Takeover(e) /\ coord'[e.t] # "delegated"
+
+TakeoverUndecided(e) == Takeover(e) /\ coord'[e.t] = "delegated"
+
+\* The new coordinator decides from its own log (D7).
+TraceTakeoverLearns(e) ==
+    /\ e.kind = "RecoverCoordinator"
+    /\ ~AtOrigin(e.t) /\ coordAt[e.t] = <<e.p, e.c>>
+    /\ CoordLearnCommit(e.t) \/ CoordLearnAbort(e.t)
+
+\* The steps of one of several spec actions an event stands for: each leaves
+\* the event for the last.
+TraceSilent ==
     /\ l <= Len(TraceLog)
     /\ LET e == TraceLog[l] IN
-         \/ TraceCoordLockOuter(e) \/ TraceCoordLockDenied(e) \/ TraceCoordDelegate(e)
-         \/ TraceInnerExecute(e) \/ TraceInnerReject(e) \/ TraceInnerCommit(e)
-         \/ TraceReplicaReceive(e) \/ TraceReplicaApply(e)
-         \/ TraceCoordLearnCommit(e) \/ TraceCoordLearnAbort(e)
-         \/ TraceOuterCommit(e) \/ TraceOuterRelease(e) \/ TraceCoordFinish(e)
-         \/ TraceCrash(e) \/ TraceRecoverReplica(e)
-         \/ TraceCloseChannels(e) \/ TraceGatherPending(e) \/ TraceDecidePending(e)
-         \/ TraceElectPrimary(e) \/ TraceRecoveryCommit(e)
-    /\ Consume
+         \/ CrashNextCoordinator(e) \/ CloseNextCoordinator(e) \/ TakeoverUndecided(e)
+    /\ UNCHANGED l
+
+\* The event at l names its action; every other Trace action fails on its kind.
+TraceNext ==
+    \/ /\ l <= Len(TraceLog)
+       /\ LET e == TraceLog[l] IN
+            \/ TraceCoordLockOuter(e) \/ TraceCoordLockDenied(e) \/ TraceCoordDelegate(e)
+            \/ TraceInnerExecute(e) \/ TraceInnerReject(e) \/ TraceInnerCommit(e)
+            \/ TraceReplicaReceive(e) \/ TraceReplicaApply(e)
+            \/ TraceCoordLearnCommit(e) \/ TraceCoordLearnAbort(e)
+            \/ TraceOuterCommit(e) \/ TraceOuterRelease(e) \/ TraceCoordFinish(e)
+            \/ TraceCrash(e) \/ TraceRecoverReplica(e)
+            \/ TraceCloseChannels(e) \/ TraceGatherPending(e) \/ TraceDecidePending(e)
+            \/ TraceElectPrimary(e) \/ TraceRecoveryCommit(e)
+            \/ TraceCrashCoordinators(e) \/ TraceCloseCoordinators(e)
+            \/ TraceRecoverCoordinator(e) \/ TraceTakeoverLearns(e)
+       /\ Consume
+    \/ TraceSilent
 
 TraceSpec == TraceInit /\ [][TraceNext]_traceVars
 
-\* Each Trace action conjoins one action of Spec and adds only guards, so a
-\* behaviour of TraceSpec is one of Spec; checked, not argued.
+\* Each Trace action conjoins one action of Spec and adds only guards, or, the
+\* last of several steps of one event, leaves vars unchanged, so a behaviour
+\* of TraceSpec is one of Spec; checked, not argued.
 NextStepProp == [][Next]_vars
 
 \* Violated exactly when some behaviour of Spec matches the whole trace.

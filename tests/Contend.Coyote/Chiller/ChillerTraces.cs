@@ -41,6 +41,45 @@ public static class ChillerTraces
     // Declared before the cases, which read it as they are built.
     static readonly ChillerCrash PrimaryStopsAfterItsSecondInnerRegion = new(ChillerStep.InnerExecute, 2, Node: 0);
 
+    /// <summary>With three copies a partition on nodes 0-5, node 6 only coordinates.</summary>
+    const int CoordinatorNode = 6;
+
+    /// <summary>The attempts a node that only coordinates has under way when it stops: those of
+    /// its slots seen before the crash and not finished (the spec's coordinators that crash).</summary>
+    static List<long> UnderWay(List<ChillerEvent> events, int crash)
+    {
+        int node = events[crash].Node;
+        var seen = events.Take(crash).Where(e => e.Txn != 0 && ClusterTxnId.NodeOf(e.Txn) == node).Select(e => e.Txn).Distinct();
+        return seen.Where(t => !events.Take(crash).Any(e => e.Txn == t && e.Step == ChillerStep.CoordFinish)).ToList();
+    }
+
+    /// <summary>
+    /// The coordinator node stopped, at most R - 1 = 2 of its attempts under way (the spec's
+    /// MaxCrashes), one of them decided by RecoverCoordinator and committed or released by a share
+    /// that asked; and nothing the stopped coordinator sent landed as a step of its own after the
+    /// crash (a lock granted or denied, an outcome applied), which the spec cannot follow
+    /// (ChillerTrace.tla's header). <paramref name="late"/>: the steps that count as such.
+    /// </summary>
+    static bool CoordinatorCrashShown(List<ChillerEvent> events, Func<ChillerEvent, bool> late, bool twin)
+    {
+        int crash = events.FindIndex(e => e.Step is null && e.Node == CoordinatorNode);
+        if (crash < 0) return false;
+        var underWay = UnderWay(events, crash).ToHashSet();
+        if (underWay.Count is 0 or > 2) return false;
+        for (int i = crash + 1; i < events.Count; i++)
+        {
+            var e = events[i];
+            if (!underWay.Contains(e.Txn) || !late(e)) continue;
+            if (!events.Take(i).Skip(crash).Any(d => d.Txn == e.Txn && d.Step == ChillerStep.RecoverCoordinator)) return false;
+        }
+        var after = events.Skip(crash).ToList();
+        bool shared = after.Any(e => underWay.Contains(e.Txn) && e.Step is ChillerStep.OuterCommit or ChillerStep.OuterRelease);
+        return shared && (twin || after.Any(e => underWay.Contains(e.Txn) && e.Step == ChillerStep.RecoverCoordinator));
+    }
+
+    static bool CoordinatorSideStep(ChillerEvent e) =>
+        e.Step is ChillerStep.CoordLockOuter or ChillerStep.CoordLockDenied or ChillerStep.OuterCommit or ChillerStep.OuterRelease;
+
     static readonly TraceCase[] Cases =
     [
         new("ChillerTraceTransfers", 2, ChillerMutants.None, [],
@@ -65,6 +104,18 @@ public static class ChillerTraces
             e => Has(e, ChillerStep.GatherPending) && Has(e, ChillerStep.RecoveryCommit)
                  && e.SkipWhile(x => x.Step != ChillerStep.ElectPrimary).Any(x => x.Step == ChillerStep.CoordFinish),
             CoordinatorNodes: [1]),
+        // Coordinators only on node 6, whose crash is the spec's crash of its attempts' coordinators.
+        new("ChillerTraceCoordinatorCrash", 3, ChillerMutants.None, [new ChillerCrash(ChillerStep.CoordLearnCommit, 1, Node: CoordinatorNode)],
+            "the coordinator node stops after its first CoordLearnCommit, before the outcome goes out; CloseChannels; the outer share asks the inner host, which takes over from its own log (RecoverCoordinator), and the share commits",
+            e => CoordinatorCrashShown(e, CoordinatorSideStep, twin: false), CoordinatorNodes: [CoordinatorNode]),
+        new("ChillerTraceCoordinatorCrashAfterDelegate", 3, ChillerMutants.None, [new ChillerCrash(ChillerStep.CoordDelegate, 1, Node: CoordinatorNode)],
+            "the coordinator node stops after its first CoordDelegate; the inner host runs the delegated region, and, asked by the outer share, takes over and learns the outcome from its own log",
+            e => CoordinatorCrashShown(e, CoordinatorSideStep, twin: false), CoordinatorNodes: [CoordinatorNode]),
+        new("ChillerTraceTwinOuterParticipantTakesOver", 3, ChillerMutants.OuterParticipantTakesOver, [new ChillerCrash(ChillerStep.CoordLearnCommit, 1, Node: CoordinatorNode)],
+            "twin: the outer share whose coordinator is cut off releases on its own what the inner host committed",
+            e => CoordinatorCrashShown(e, x => x.Step is ChillerStep.CoordLockOuter or ChillerStep.CoordLockDenied or ChillerStep.OuterCommit, twin: true)
+                 && e.Any(x => x.Step == ChillerStep.OuterRelease && e.Any(i => i.Txn == x.Txn && i.Step == ChillerStep.InnerCommit)),
+            CoordinatorNodes: [CoordinatorNode]),
         new("ChillerTraceTwinDecideBeforeGather", 3, ChillerMutants.DecideBeforeGather, [PrimaryStopsAfterItsSecondInnerRegion],
             "twin: the candidate decides from its own log while the other survivor holds a pending entry it lacks",
             DecidesWithoutAnEntryASurvivorHolds, CoordinatorNodes: [1]),
@@ -116,8 +167,8 @@ public static class ChillerTraces
     public static int Write(string dir, TextWriter log, List<object> models) =>
         TraceFiles.WriteCases(dir, log, models, Cases, MaxSeeds, "seed", RunSeed, (c, run) => c.Wanted(run.Events), (c, seed, run) =>
         {
-            var (module, steps) = Module(c, seed, run);
-            return new TraceFiles.RecordedModule(module, Config(c), steps);
+            var (module, steps, crashes) = Module(c, seed, run);
+            return new TraceFiles.RecordedModule(module, Config(c, crashes), steps);
         });
 
     sealed record Recorded(List<ChillerEvent> Events, Dictionary<long, long[]> Args, ClusterTopology Topology);
@@ -128,7 +179,8 @@ public static class ChillerTraces
         var events = new List<ChillerEvent>();
         var args = new Dictionary<long, long[]>();
         var lookup = new ChillerLookup(Transfers.Map).MarkHot(0, 0).MarkHot(0, 1);
-        var topology = new ClusterTopology(nodes: 2 * c.Replicas, partitions: 2, c.Replicas, replicasApart: true);
+        int nodes = Math.Max(2 * c.Replicas, (c.CoordinatorNodes?.Max() ?? 0) + 1);
+        var topology = new ClusterTopology(nodes, partitions: 2, c.Replicas, replicasApart: true);
         const int slots = 2;
         var options = new ChillerOptions(topology, lookup, (ulong)seed, SlotsPerNode: slots)
         {
@@ -153,7 +205,8 @@ public static class ChillerTraces
         return new Recorded(events, args, topology);
     }
 
-    static string Config(TraceCase c) => $"""
+    /// <param name="crashes">the spec's crashes the run stands for (a coordinator node's: one per attempt under way)</param>
+    static string Config(TraceCase c, int crashes) => $"""
         CONSTANTS
             Txn <- TraceTxn
             Part <- TracePart
@@ -164,7 +217,7 @@ public static class ChillerTraces
             InnerOf <- TraceInner
             MayAbort <- TraceTxn
             R = {c.Replicas}
-            MaxCrashes = {c.Crashes.Length}
+            MaxCrashes = {crashes}
             None = None
             InitVal = InitVal
             NoVal = NoVal
@@ -183,13 +236,13 @@ public static class ChillerTraces
         ChillerStep.InnerReject, ChillerStep.InnerCommit, ChillerStep.ReplicaReceive, ChillerStep.ReplicaApply,
         ChillerStep.CoordLearnCommit, ChillerStep.CoordLearnAbort, ChillerStep.OuterCommit, ChillerStep.OuterRelease,
         ChillerStep.CoordFinish, ChillerStep.RecoverReplica, ChillerStep.CloseChannels, ChillerStep.GatherPending,
-        ChillerStep.DecidePending, ChillerStep.ElectPrimary, ChillerStep.RecoveryCommit,
+        ChillerStep.DecidePending, ChillerStep.ElectPrimary, ChillerStep.RecoveryCommit, ChillerStep.RecoverCoordinator,
     ];
 
     /// <summary>The run as a module extending ChillerTrace: attempts numbered 1, 2, ... in the order
     /// they first appear, partitions 0 and 1 (numbers, as transactions are: TLC compares the
     /// spec's nodes, pairs of either with a copy index), copies 1 (the primary) to R.</summary>
-    static (string Module, int Steps) Module(TraceCase c, int seed, Recorded run)
+    static (string Module, int Steps, int Crashes) Module(TraceCase c, int seed, Recorded run)
     {
         var number = new Dictionary<long, int>();
         string Txn(long txn)
@@ -201,10 +254,31 @@ public static class ChillerTraces
         int CopyOf(int node) => run.Topology.CopiesOn(node).Single().Copy + 1;
         var innerOf = new Dictionary<long, int>();
         var lines = new List<string>();
-        foreach (var e in run.Events)
+        int crashes = 0;
+        // A node that only coordinates: the attempts it had under way when it stopped.
+        var coordinated = new Dictionary<int, List<long>>();
+        for (int i = 0; i < run.Events.Count; i++)
         {
+            var e = run.Events[i];
             string kind;
-            if (e.Step is not { } step) kind = "Crash";
+            bool copyless = e.Partition < 0 || !run.Topology.CopiesOn(e.Node).Any();
+            if (e.Step is null && copyless)
+            {
+                var underWay = coordinated[e.Node] = UnderWay(run.Events, i);
+                crashes += underWay.Count;
+                lines.Add($"    [kind |-> \"CrashCoordinators\", t |-> 0, p |-> 0, c |-> 0, reads |-> {{}}, ts |-> {{{string.Join(", ", underWay.Select(Txn))}}}]");
+                continue;
+            }
+            if (e.Step == ChillerStep.CloseChannels && copyless)
+            {
+                lines.Add($"    [kind |-> \"CloseCoordinators\", t |-> 0, p |-> 0, c |-> 0, reads |-> {{}}, ts |-> {{{string.Join(", ", coordinated[e.Node].Select(Txn))}}}]");
+                continue;
+            }
+            if (e.Step is not { } step)
+            {
+                kind = "Crash";
+                crashes++;
+            }
             else
             {
                 if (!Traced.Contains(step)) throw new InvalidOperationException($"{c.Name}, seed {seed}: the run took {step}, which the trace spec does not follow");
@@ -215,7 +289,8 @@ public static class ChillerTraces
                 kind = step.ToString();
             }
             bool copyStep = e.Step is null or ChillerStep.ReplicaReceive or ChillerStep.ReplicaApply or ChillerStep.RecoverReplica
-                                      or ChillerStep.CloseChannels or ChillerStep.GatherPending or ChillerStep.ElectPrimary;
+                                      or ChillerStep.CloseChannels or ChillerStep.GatherPending or ChillerStep.ElectPrimary
+                                      or ChillerStep.RecoverCoordinator;
             string reads = string.Join(", ", e.Reads.Select(r => $"<<{r.Key}, {(r.Version == 0 ? "InitVal" : Txn(r.Version))}>>"));
             lines.Add($"    [kind |-> \"{kind}\", t |-> {(e.Txn == 0 ? "0" : Txn(e.Txn))}, p |-> {Part(e.Partition)}, " +
                       $"c |-> {(copyStep ? CopyOf(e.Node) : 0)}, reads |-> {{{reads}}}]");
@@ -238,7 +313,7 @@ public static class ChillerTraces
         sb.Append("TraceInner == [t \\in TraceTxn |-> 0]\n");
         sb.Append("TraceEvents == <<\n").Append(string.Join(",\n", lines)).Append("\n>>\n");
         sb.Append(new string('=', 77)).Append('\n');
-        return (sb.ToString(), lines.Count);
+        return (sb.ToString(), lines.Count, crashes);
     }
 
     /// <summary>
