@@ -40,7 +40,7 @@ return verb switch
     "demo" => Chain(Build, () => Run("dotnet", [contend, "demo", .. rest]).Code),
     "study" => Chain(Build, () => Run("dotnet", [contend, "study", .. rest]).Code),
     "pack" => Chain(Build, Pack),
-    "sample" => Chain(Build, () => Run("dotnet", [Path.Combine(root, "samples", "Bank", "bin", "Release", "net10.0", "Bank.dll"), .. rest]).Code),
+    "sample" => Chain(Build, () => Sample(rest)),
     _ => Help(),
 };
 
@@ -58,7 +58,8 @@ int Help()
         "  study <name>     a paper's throughput study: stealdb, strife or reactdb (study --help lists its options)\n" +
         "  demo             a short high-contention YCSB run of every protocol, history checked\n" +
         "  pack             the NuGet packages Contend.Engine and Contend.Hosting, into artifacts/packages\n" +
-        "  sample [args]    the sample bank service (samples/Bank), e.g. sample --urls http://127.0.0.1:5080");
+        "  sample [mart] [args]  a sample service: the bank (samples/Bank) or, with mart, the store on ReactDB\n" +
+        "                   (samples/Mart), e.g. sample --urls http://127.0.0.1:5080");
     return verb == "help" ? 0 : 2;
 }
 
@@ -98,6 +99,14 @@ int Chain(Func<int> first, Func<int> then)
     var record = RunTagged(tag, "dotnet", [coyote, "traces", "--out", dir, .. options], ("DOTNET_ROLL_FORWARD", "Major"));
     if (record.Code != 0) return (record.Code, record.Output + "\n0 passed, 1 failed\n");
     return RunTagged(tag, "specs/check", ["--manifest", Path.Combine(dir, "manifest.json")]);
+}
+
+// The sample services: samples/Bank, or samples/Mart when the first argument is "mart".
+int Sample(string[] args)
+{
+    string name = args.FirstOrDefault() == "mart" ? "Mart" : "Bank";
+    string[] rest = name == "Mart" ? args[1..] : args;
+    return Run("dotnet", [Path.Combine(root, "samples", name, "bin", "Release", "net10.0", $"{name}.dll"), .. rest]).Code;
 }
 
 // P models: models/check compiles each project and runs every test case of models/models.json.

@@ -1,8 +1,5 @@
-using System.Diagnostics;
 using System.Net;
 using System.Net.Http.Json;
-using System.Runtime.InteropServices;
-using System.Text;
 using System.Text.RegularExpressions;
 
 namespace Contend.Tests;
@@ -22,13 +19,6 @@ public partial class SampleServiceTests
     record Transferred(long FromBalance, long ToBalance);
     record Audit(long Total, long Expected, long[] Balances);
     record Refusal(string Error);
-
-    [LibraryImport("libc", EntryPoint = "kill", SetLastError = true)]
-    private static partial int Kill(int pid, int signal);
-    const int SigTerm = 15;
-
-    [GeneratedRegex(@"Now listening on: (http://127\.0\.0\.1:\d+)")]
-    private static partial Regex Listening();
 
     [GeneratedRegex(@"history of (\d+) committed transactions checked: serializable")]
     private static partial Regex Serializable();
@@ -53,80 +43,51 @@ public partial class SampleServiceTests
     [InlineData("Strife")]
     public async Task ConcurrentTransfersOverHttpKeepTheMoneyAndASerializableHistory(string protocol)
     {
-        string bank = Path.Combine(Processes.Root, "samples", "Bank", "bin", Processes.Configuration, "net10.0", "Bank.dll");
-        var start = new ProcessStartInfo("dotnet") { RedirectStandardOutput = true, RedirectStandardError = true };
-        foreach (var a in new[] { bank, "--urls", "http://127.0.0.1:0", $"--Contend:Protocol={protocol}", "--Contend:Pin=false",
-                                  "--Contend:RecordHistory=true", $"--Bank:Accounts={Accounts}", $"--Bank:Opening={Opening}" })
-            start.ArgumentList.Add(a);
-        var output = new StringBuilder();
-        var listening = new TaskCompletionSource<string>(TaskCreationOptions.RunContinuationsAsynchronously);
-        using var service = Process.Start(start)!;
-        void Line(string? line)
+        using var service = SampleProcess.Start("Bank", "--urls", "http://127.0.0.1:0", $"--Contend:Protocol={protocol}", "--Contend:Pin=false",
+                                                "--Contend:RecordHistory=true", $"--Bank:Accounts={Accounts}", $"--Bank:Opening={Opening}");
+        using var http = new HttpClient { BaseAddress = new Uri(await service.Url.WaitAsync(Patience)), Timeout = Patience };
+        long transfers = 0, refused = 0, audits = 0;
+        var callers = Enumerable.Range(0, Callers).Select(c => Task.Run(async () =>
         {
-            if (line is null) return;
-            lock (output) output.AppendLine(line);
-            if (Listening().Match(line) is { Success: true } m) listening.TrySetResult(m.Groups[1].Value);
-        }
-        service.OutputDataReceived += (_, e) => Line(e.Data);
-        service.ErrorDataReceived += (_, e) => Line(e.Data);
-        service.BeginOutputReadLine();
-        service.BeginErrorReadLine();
-        try
-        {
-            string url = await listening.Task.WaitAsync(Patience);
-            using var http = new HttpClient { BaseAddress = new Uri(url), Timeout = Patience };
-            long transfers = 0, refused = 0, audits = 0;
-            var callers = Enumerable.Range(0, Callers).Select(c => Task.Run(async () =>
+            var rng = new Random(c);
+            for (int i = 0; i < RequestsPerCaller; i++)
             {
-                var rng = new Random(c);
-                for (int i = 0; i < RequestsPerCaller; i++)
+                if (i % AuditEvery == AuditEvery - 1)
                 {
-                    if (i % AuditEvery == AuditEvery - 1)
-                    {
-                        var audit = await http.GetFromJsonAsync<Audit>("/audit");
-                        Assert.Equal(Accounts * Opening, audit!.Total); // read in one transaction while transfers run
-                        Assert.All(audit.Balances, b => Assert.True(b >= 0));
-                        Interlocked.Increment(ref audits);
-                        continue;
-                    }
-                    int from = rng.Next(Accounts), to = (from + 1 + rng.Next(Accounts - 1)) % Accounts;
-                    using var response = await http.PostAsJsonAsync("/transfers", new { from, to, amount = 1 + rng.Next(400) });
-                    if (response.StatusCode == HttpStatusCode.OK)
-                    {
-                        var done = await response.Content.ReadFromJsonAsync<Transferred>();
-                        Assert.True(done!.FromBalance >= 0 && done.ToBalance > 0, $"balances {done.FromBalance}, {done.ToBalance}");
-                        Interlocked.Increment(ref transfers);
-                    }
-                    else
-                    {
-                        Assert.True(response.StatusCode == HttpStatusCode.Conflict, $"{response.StatusCode}: {await response.Content.ReadAsStringAsync()}");
-                        Assert.Equal("refused: User", (await response.Content.ReadFromJsonAsync<Refusal>())!.Error); // not enough money
-                        Interlocked.Increment(ref refused);
-                    }
+                    var audit = await http.GetFromJsonAsync<Audit>("/audit");
+                    Assert.Equal(Accounts * Opening, audit!.Total); // read in one transaction while transfers run
+                    Assert.All(audit.Balances, b => Assert.True(b >= 0));
+                    Interlocked.Increment(ref audits);
+                    continue;
                 }
-            })).ToArray();
-            await Task.WhenAll(callers).WaitAsync(Patience);
-            Assert.Equal(Callers * RequestsPerCaller, transfers + refused + audits);
-            Assert.True(transfers > refused, $"{transfers} transfers, {refused} refused");
+                int from = rng.Next(Accounts), to = (from + 1 + rng.Next(Accounts - 1)) % Accounts;
+                using var response = await http.PostAsJsonAsync("/transfers", new { from, to, amount = 1 + rng.Next(400) });
+                if (response.StatusCode == HttpStatusCode.OK)
+                {
+                    var done = await response.Content.ReadFromJsonAsync<Transferred>();
+                    Assert.True(done!.FromBalance >= 0 && done.ToBalance > 0, $"balances {done.FromBalance}, {done.ToBalance}");
+                    Interlocked.Increment(ref transfers);
+                }
+                else
+                {
+                    Assert.True(response.StatusCode == HttpStatusCode.Conflict, $"{response.StatusCode}: {await response.Content.ReadAsStringAsync()}");
+                    Assert.Equal("refused: User", (await response.Content.ReadFromJsonAsync<Refusal>())!.Error); // not enough money
+                    Interlocked.Increment(ref refused);
+                }
+            }
+        })).ToArray();
+        await Task.WhenAll(callers).WaitAsync(Patience);
+        Assert.Equal(Callers * RequestsPerCaller, transfers + refused + audits);
+        Assert.True(transfers > refused, $"{transfers} transfers, {refused} refused");
 
-            var final = await http.GetFromJsonAsync<Audit>("/audit");
-            Assert.Equal(Accounts * Opening, final!.Total);
-            string metrics = await http.GetStringAsync("/metrics");
-            Assert.Matches(@"contend_transactions_committed_total\{[^}]*workload=""bank""[^}]*\} \d+", metrics);
+        var final = await http.GetFromJsonAsync<Audit>("/audit");
+        Assert.Equal(Accounts * Opening, final!.Total);
+        string metrics = await http.GetStringAsync("/metrics");
+        Assert.Matches(@"contend_transactions_committed_total\{[^}]*workload=""bank""[^}]*\} \d+", metrics);
 
-            Assert.Equal(0, Kill(service.Id, SigTerm));
-            Assert.True(service.WaitForExit(Patience), "the service did not stop on SIGTERM");
-            service.WaitForExit(); // the output's last lines
-            string log;
-            lock (output) log = output.ToString();
-            Assert.True(service.ExitCode == 0, log);
-            var verdict = Serializable().Match(log);
-            Assert.True(verdict.Success, log);
-            Assert.Equal(transfers + audits + 1, long.Parse(verdict.Groups[1].Value)); // every commit of the run, the last audit too
-        }
-        finally
-        {
-            if (!service.HasExited) service.Kill(entireProcessTree: true);
-        }
+        string log = service.Stop(Patience);
+        var verdict = Serializable().Match(log);
+        Assert.True(verdict.Success, log);
+        Assert.Equal(transfers + audits + 1, long.Parse(verdict.Groups[1].Value)); // every commit of the run, the last audit too
     }
 }
