@@ -144,8 +144,10 @@ static RunOptions Options(int threads, double seconds, double warmup, bool check
 
 int RunReactDb(ParseResult parse, RunOptions options, string? prefix)
 {
-    if (parse.GetValue(workloadName) != "smartmart") throw new UsageException($"--protocol ReactDB runs workload smartmart (reactors); this run's is {parse.GetValue(workloadName)}");
-    foreach (var knob in new Option[] { batch, alpha, noOverlap, callers })
+    string workload = parse.GetValue(workloadName)!;
+    if (workload is not ("smartmart" or "ycsb"))
+        throw new UsageException($"--protocol ReactDB runs workload smartmart (reactors) or ycsb (one reactor's function over the table); this run's is {workload}");
+    foreach (var knob in new Option[] { batch, alpha, noOverlap })
         if (parse.GetResult(knob) is { Implicit: false }) throw new UsageException($"{knob.Name} is not a ReactDB knob");
     var shape = parse.GetValue(deployment) switch
     {
@@ -153,7 +155,22 @@ int RunReactDb(ParseResult parse, RunOptions options, string? prefix)
         "async" => SmartMartDeployment.Async,
         var other => throw new UsageException($"--deployment {other}: sync or async"),
     };
-    var row = ReactDbRunner.Run(knobs.SmartMart(parse), shape, options);
+    RunRow row;
+    if (workload == "ycsb")
+    {
+        // The study's comparison with plain Silo, as a command: the same front door, one container.
+        if (parse.GetResult(deployment) is { Implicit: false } && shape != SmartMartDeployment.Sync)
+            throw new UsageException("--deployment async: ReactDB's ycsb run is one reactor in one container, the sync deployment");
+        if (parse.GetValue(callers) < 0) throw new UsageException($"--callers {parse.GetValue(callers)}: must be positive");
+        var (rows, requests, reads, theta) = knobs.ReactDbYcsb(parse);
+        int front = parse.GetValue(callers) is 0 ? ReactDbRunner.YcsbCallers : parse.GetValue(callers);
+        row = ReactDbRunner.RunYcsb(rows, requests, reads, theta, front, options);
+    }
+    else
+    {
+        if (parse.GetResult(callers) is { Implicit: false }) throw new UsageException($"{callers.Name} is not a knob of ReactDB's smartmart run: each cart is a caller (--carts)");
+        row = ReactDbRunner.Run(knobs.SmartMart(parse), shape, options);
+    }
     Print([row]);
     Console.WriteLine($"{row.Detail}\n{row.Config}\ntables and indexes: {row.TableBytes / (1024.0 * 1024 * 1024):F2} GiB");
     if (prefix is not null) Runner.Write(prefix, [row], Runner.Metadata(Environment.CommandLine, options.Seed));

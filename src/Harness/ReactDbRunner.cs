@@ -16,6 +16,9 @@ internal static class ReactDbRunner
 {
     public const string Protocol = "ReactDB";
 
+    /// <summary>The async callers of a YCSB run unless told otherwise (the study's and <c>contend run</c>'s).</summary>
+    public const int YcsbCallers = 4;
+
     public static RunRow Run(SmartMart mart, SmartMartDeployment deployment, RunOptions options)
     {
         var db = new Database(); // the engine disposes it

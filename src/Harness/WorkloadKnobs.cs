@@ -64,6 +64,16 @@ internal sealed class WorkloadKnobs
                              p.GetValue(_delay), p.GetValue(_itemTheta), p.GetValue(_carts), p.GetValue(_sectionTheta));
     }
 
+    /// <summary>YCSB's shape for ReactDB's one-container run (<c>contend run --protocol ReactDB
+    /// --workload ycsb</c>); a knob of another workload, or key ranges, is an error.</summary>
+    public (long Rows, int Requests, double ReadFraction, double Theta) ReactDbYcsb(ParseResult p)
+    {
+        RefuseOthers(All, "ycsb", p);
+        if (p.GetResult(_partitions) is { Implicit: false })
+            throw new UsageException($"{_partitions.Name} is not a knob of ReactDB's ycsb run: one reactor owns the whole table");
+        return (p.GetValue(_rows), p.GetValue(_requests), p.GetValue(_readFraction), p.GetValue(_theta));
+    }
+
     /// <summary>Throws when a knob of <paramref name="knobs"/> that belongs to another workload
     /// than <paramref name="workload"/> was given (<c>contend run</c>'s and <c>contend cluster</c>'s).</summary>
     public static void RefuseOthers(IEnumerable<(Option Option, string Workload)> knobs, string workload, ParseResult p)

@@ -21,7 +21,10 @@ public class CommandLineTests
     [InlineData("unknown protocol 'Nope' (known: NoWait, WaitDie, WaitsFor, Ordered, Mcs, Silo, StealDB, StealDBBasicWS, StealDBNoSteal, Strife, and the control BrokenEarlyRelease)", "run", "--protocol", "Nope")]
     [InlineData("unknown workload 'nope' (known: ycsb, stealdb, tpcc, smartmart)", "run", "--protocol", "NoWait", "--workload", "nope")]
     [InlineData("workload smartmart is an application of reactors: it runs under --protocol ReactDB", "run", "--protocol", "Silo", "--workload", "smartmart")]
-    [InlineData("--protocol ReactDB runs workload smartmart (reactors); this run's is tpcc", "run", "--protocol", "ReactDB", "--workload", "tpcc")]
+    [InlineData("--protocol ReactDB runs workload smartmart (reactors) or ycsb (one reactor's function over the table); this run's is tpcc", "run", "--protocol", "ReactDB", "--workload", "tpcc")]
+    [InlineData("--deployment async: ReactDB's ycsb run is one reactor in one container, the sync deployment", "run", "--protocol", "ReactDB", "--workload", "ycsb", "--deployment", "async")]
+    [InlineData("--partitions is not a knob of ReactDB's ycsb run: one reactor owns the whole table", "run", "--protocol", "ReactDB", "--workload", "ycsb", "--partitions", "2")]
+    [InlineData("--callers is not a knob of ReactDB's smartmart run: each cart is a caller (--carts)", "run", "--protocol", "ReactDB", "--workload", "smartmart", "--callers", "2")]
     [InlineData("--order-items 30: must be a multiple of --order-sections (8) in 8..64", "run", "--protocol", "ReactDB", "--workload", "smartmart", "--order-items", "30")]
     [InlineData("--deployment is a ReactDB knob; this run's protocol is Silo", "run", "--protocol", "Silo", "--deployment", "sync")]
     [InlineData("--deployment both: sync or async", "run", "--protocol", "ReactDB", "--workload", "smartmart", "--deployment", "both")]
@@ -87,6 +90,22 @@ public class CommandLineTests
         Assert.True(int.Parse(cells[6], NumberStyles.Number, CultureInfo.InvariantCulture) > 0, line); // history entries checked
         Assert.Equal("0", cells[7]); // anomalies
         Assert.Contains($"{deployment} deployment", output);
+    }
+
+    /// <summary>ReactDB's sync deployment over YCSB, one reactor's function through its front
+    /// door (the study's comparison with Silo), with the history checked.</summary>
+    [Fact]
+    public void ReactDbRunsYcsbInOneContainerWithTheCheckerOn()
+    {
+        var (code, output, err) = Contend("run", "--protocol", "ReactDB", "--workload", "ycsb", "--rows", "2000", "--theta", "0.9", "--callers", "3",
+                                          "--seconds", "0.3", "--warmup", "0", "--no-pin", "--check");
+        Assert.True(code == 0, err + output);
+        var line = output.Split('\n').Single(l => l.StartsWith("ReactDB ", StringComparison.Ordinal));
+        var cells = line.Split(' ', StringSplitOptions.RemoveEmptyEntries);
+        Assert.True(double.Parse(cells[1], NumberStyles.Number, CultureInfo.InvariantCulture) > 0, line);
+        Assert.True(int.Parse(cells[6], NumberStyles.Number, CultureInfo.InvariantCulture) > 0, line); // history entries checked
+        Assert.Equal("0", cells[7]); // anomalies
+        Assert.Contains("ReactDB sync deployment (1 container, 2 executors), one reactor owning the table, 3 async callers", output);
     }
 
     [Fact]

@@ -23,7 +23,7 @@ internal static class ReactDbStudy
 {
     const string Sync = "sync", Async = "async", ReactDb = "ReactDB", Silo = "Silo";
     static readonly string[] Deployments = [Sync, Async];
-    const int YcsbCallers = 4;
+    const int YcsbCallers = ReactDbRunner.YcsbCallers;
 
     public static IReadOnlyList<Figure> Figures(StudyOptions options)
     {
