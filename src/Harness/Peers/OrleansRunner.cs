@@ -1,4 +1,6 @@
 using System.Globalization;
+using System.Net;
+using System.Net.Sockets;
 using Contend.Engine.Protocols;
 using Contend.Engine.Runtime;
 using Contend.Harness.Workloads;
@@ -22,11 +24,21 @@ internal static class OrleansRunner
 {
     public const string Series = "Orleans";
 
+    static int FreeLoopbackPort()
+    {
+        using var probe = new TcpListener(IPAddress.Loopback, 0);
+        probe.Start();
+        return ((IPEndPoint)probe.LocalEndpoint).Port;
+    }
+
     public static RunRow Run(SmartMart mart, RunOptions options)
     {
         if (options.RecordHistory) throw new UsageException("the Orleans peer records no history for the checker: run it without --check");
         using var host = Host.CreateDefaultBuilder()
-            .UseOrleans(silo => silo.UseLocalhostClustering().AddMemoryGrainStorageAsDefault().UseTransactions())
+            // Ports the OS has free now, not Orleans' defaults (11111, 30000): another silo on the
+            // machine, or a second study at once, would take those and stop this one starting.
+            .UseOrleans(silo => silo.UseLocalhostClustering(siloPort: FreeLoopbackPort(), gatewayPort: FreeLoopbackPort())
+                                    .AddMemoryGrainStorageAsDefault().UseTransactions())
             .ConfigureServices(services => services.AddSingleton(new OrleansMart(mart, options.Seed)))
             .ConfigureLogging(logging => logging.ClearProviders())
             .Build();
