@@ -161,7 +161,7 @@ int RunReactDb(ParseResult parse, RunOptions options, string? prefix)
         // The study's comparison with plain Silo, as a command: the same front door, one container.
         if (parse.GetResult(deployment) is { Implicit: false } && shape != SmartMartDeployment.Sync)
             throw new UsageException("--deployment async: ReactDB's ycsb run is one reactor in one container, the sync deployment");
-        if (parse.GetValue(callers) < 0) throw new UsageException($"--callers {parse.GetValue(callers)}: must be positive");
+        if (parse.GetValue(callers) < 0) throw new UsageException($"--callers {parse.GetValue(callers)}: must not be negative (0: {ReactDbRunner.YcsbCallers}, the default)");
         var (rows, requests, reads, theta) = knobs.ReactDbYcsb(parse);
         int front = parse.GetValue(callers) is 0 ? ReactDbRunner.YcsbCallers : parse.GetValue(callers);
         row = ReactDbRunner.RunYcsb(rows, requests, reads, theta, front, options);

@@ -23,7 +23,6 @@ internal static class ReactDbStudy
 {
     const string Sync = "sync", Async = "async", ReactDb = "ReactDB", Silo = "Silo";
     static readonly string[] Deployments = [Sync, Async];
-    const int YcsbCallers = ReactDbRunner.YcsbCallers;
 
     public static IReadOnlyList<Figure> Figures(StudyOptions options)
     {
@@ -52,7 +51,7 @@ internal static class ReactDbStudy
             new("orleans", $"SmartMart, 32 items over 8 store sections, k carts: ReactDB's two deployments and Orleans transactions (the same reactors as transactional grains), {options.Threads} workers",
                 "carts k, a client each",
                 carts.Select(k => (k.ToString(CultureInfo.InvariantCulture), WithOrleans(new SmartMart(8, items, 32, 8, 150, 0, 0, carts: k)))).ToList(), [Sync, Async, OrleansRunner.Series]),
-            new("silo", $"YCSB, {rows:N0} rows, 16 requests, 50% reads, in one container: ReactDB's sync deployment against plain Silo, {YcsbCallers} async callers, {options.Threads} workers",
+            new("silo", $"YCSB, {rows:N0} rows, 16 requests, 50% reads, in one container: ReactDB's sync deployment against plain Silo, {ReactDbRunner.YcsbCallers} async callers, {options.Threads} workers",
                 "Zipf theta (contention rises to the right)",
                 thetas.Select(t => (t.ToString("0.0", CultureInfo.InvariantCulture), SingleContainer(rows, t))).ToList(), [ReactDb, Silo]),
         ];
@@ -68,8 +67,8 @@ internal static class ReactDbStudy
 
     /// <summary>A YCSB point: ReactDB's sync deployment, or Silo through <see cref="Contend.Engine.Runtime.ContendEngine"/>.</summary>
     static PointRun SingleContainer(long rows, double theta) => (series, options) => series == Silo
-        ? Runner.RunEmbedded(Silo, () => new Ycsb(rows, 16, 0.5, theta), options, YcsbCallers)
-        : ReactDbRunner.RunYcsb(rows, 16, 0.5, theta, YcsbCallers, options);
+        ? Runner.RunEmbedded(Silo, () => new Ycsb(rows, 16, 0.5, theta), options, ReactDbRunner.YcsbCallers)
+        : ReactDbRunner.RunYcsb(rows, 16, 0.5, theta, ReactDbRunner.YcsbCallers, options);
 
     public static int Run(StudyOptions options, string outDirectory, string commandLine, TextWriter log)
     {

@@ -282,10 +282,15 @@ public static class ReactDbTests
         var yieldingDeposit = new ReactorFunction("yieldingDeposit", async (call, _) =>
         {
             if (Interlocked.Increment(ref inside) > 1) overlapped = true;
-            await Task.Yield(); // gives the thread back, holding the context (D1, D2)
-            long v = call.Write(call.Reactor.Relation("balance"), 0, r => Add(r, 1));
-            Interlocked.Decrement(ref inside);
-            return v;
+            try
+            {
+                await Task.Yield(); // gives the thread back, holding the context (D1, D2)
+                return call.Write(call.Reactor.Relation("balance"), 0, r => Add(r, 1)); // throws once the root has failed
+            }
+            finally
+            {
+                Interlocked.Decrement(ref inside);
+            }
         });
         var fanOut = new ReactorFunction("fanOutToOneContainer", async (call, _) =>
         {
