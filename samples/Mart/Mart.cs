@@ -88,9 +88,9 @@ public sealed class Mart
             ValueTask.FromResult(call.Read(call.Reactor.Relation("stock"), args.Span[0], Value)));
         var count = new ReactorFunction("count", (call, _) =>
         {
+            Relation stock = call.Reactor.Relation("stock"), sold = call.Reactor.Relation("sold");
             long sum = 0;
-            for (int i = 0; i < items; i++)
-                sum += call.Read(call.Reactor.Relation("stock"), i, Value) + call.Read(call.Reactor.Relation("sold"), i, Value);
+            for (int i = 0; i < items; i++) sum += call.Read(stock, i, Value) + call.Read(sold, i, Value);
             return ValueTask.FromResult(sum);
         });
         Audit = new ReactorFunction("audit", async (call, _) =>

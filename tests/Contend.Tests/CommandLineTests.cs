@@ -75,6 +75,18 @@ public class CommandLineTests
         Assert.Matches($@"{protocol}\s+[1-9][\d,]* .* [1-9][\d,]*\s+0 ", output); // commits, and checked transactions with 0 anomalies
     }
 
+    /// <summary>A ReactDB run that exited 0 and printed its row with commits, history entries
+    /// checked and no anomaly.</summary>
+    static void AssertReactDbRowChecked(int code, string output, string err)
+    {
+        Assert.True(code == 0, err + output);
+        var line = output.Split('\n').Single(l => l.StartsWith("ReactDB ", StringComparison.Ordinal));
+        var cells = line.Split(' ', StringSplitOptions.RemoveEmptyEntries);
+        Assert.True(double.Parse(cells[1], NumberStyles.Number, CultureInfo.InvariantCulture) > 0, line);
+        Assert.True(int.Parse(cells[6], NumberStyles.Number, CultureInfo.InvariantCulture) > 0, line); // history entries checked
+        Assert.Equal("0", cells[7]); // anomalies
+    }
+
     /// <summary>ReactDB over SmartMart, both deployments, with the history checked.</summary>
     [Theory]
     [InlineData("sync")]
@@ -83,12 +95,7 @@ public class CommandLineTests
     {
         var (code, output, err) = Contend("run", "--protocol", "ReactDB", "--workload", "smartmart", "--deployment", deployment, "--items", "200",
                                           "--carts", "3", "--seconds", "0.3", "--warmup", "0", "--no-pin", "--check");
-        Assert.True(code == 0, err + output);
-        var line = output.Split('\n').Single(l => l.StartsWith("ReactDB ", StringComparison.Ordinal));
-        var cells = line.Split(' ', StringSplitOptions.RemoveEmptyEntries);
-        Assert.True(double.Parse(cells[1], NumberStyles.Number, CultureInfo.InvariantCulture) > 0, line);
-        Assert.True(int.Parse(cells[6], NumberStyles.Number, CultureInfo.InvariantCulture) > 0, line); // history entries checked
-        Assert.Equal("0", cells[7]); // anomalies
+        AssertReactDbRowChecked(code, output, err);
         Assert.Contains($"{deployment} deployment", output);
     }
 
@@ -99,12 +106,7 @@ public class CommandLineTests
     {
         var (code, output, err) = Contend("run", "--protocol", "ReactDB", "--workload", "ycsb", "--rows", "2000", "--theta", "0.9", "--callers", "3",
                                           "--seconds", "0.3", "--warmup", "0", "--no-pin", "--check");
-        Assert.True(code == 0, err + output);
-        var line = output.Split('\n').Single(l => l.StartsWith("ReactDB ", StringComparison.Ordinal));
-        var cells = line.Split(' ', StringSplitOptions.RemoveEmptyEntries);
-        Assert.True(double.Parse(cells[1], NumberStyles.Number, CultureInfo.InvariantCulture) > 0, line);
-        Assert.True(int.Parse(cells[6], NumberStyles.Number, CultureInfo.InvariantCulture) > 0, line); // history entries checked
-        Assert.Equal("0", cells[7]); // anomalies
+        AssertReactDbRowChecked(code, output, err);
         Assert.Contains("ReactDB sync deployment (1 container, 2 executors), one reactor owning the table, 3 async callers", output);
     }
 
