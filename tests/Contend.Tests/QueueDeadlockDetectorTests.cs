@@ -28,6 +28,9 @@ public class QueueDeadlockDetectorTests
             D = new QueueDeadlockDetector(Lock, workers: 2, frames: 2, NodesPerSlot, ownFramesOnly, ignoresReaders);
             D.Began(0, timestamp: 1);
             D.Began(1, timestamp: 2);
+            // As the protocols do before they lock: the reader scan looks at no node past this.
+            D.Uses(0, NodesPerSlot);
+            D.Uses(1, NodesPerSlot);
         }
 
         /// <summary>Slot <paramref name="slot"/>'s op <paramref name="op"/> queues on a row; true if granted at once.</summary>

@@ -197,6 +197,7 @@ internal sealed class StealDb : ITransactionProtocol
         Debug.Assert(n <= TxnContext.MaxOps, $"program {program.Name}: {n} ops, more than {TxnContext.MaxOps}");
         s.Ctx = ctx;
         _detector.Began(s.Worker, ctx.Timestamp);
+        _detector.Uses(s.Worker, n);
         for (int i = 0; i < n; i++)
         {
             s.Ops[i].Lock = NotLocked;

@@ -64,6 +64,7 @@ internal sealed class Mcs : LockingProtocol
             _lock.UnlockShared(ref word, node);
             state.Mode[access] = None;
         }
+        _detector.Uses(ctx.Worker, access + 1);
         bool granted = exclusive ? _lock.TryLockExclusive(ref word, node, key) : _lock.TryLockShared(ref word, node, key);
         if (!granted)
         {
