@@ -1,6 +1,7 @@
 using System.CommandLine;
 using System.Globalization;
 using Contend.Engine.Protocols;
+using Contend.Engine.Protocols.StealDB;
 using Contend.Engine.Protocols.Strife;
 using Contend.Engine.Runtime;
 using Contend.Harness;
@@ -24,10 +25,12 @@ var knobs = new WorkloadKnobs();
 var batch = new Option<int>("--batch") { Description = "Strife: transactions per batch", DefaultValueFactory = _ => 1000 };
 var alpha = new Option<double>("--alpha") { Description = "Strife: merge's alpha in (0, 1]", DefaultValueFactory = _ => 0.2 };
 var noOverlap = new Option<bool>("--no-overlap") { Description = "Strife: analyse the next batch only once the current one is done" };
+var waitThreshold = new Option<int>("--wait-threshold") { Description = "StealDB family: idle rounds of a lock wait before it aborts (the deadlock detector's last resort)", DefaultValueFactory = _ => new StealDbOptions().WaitThreshold };
+var maxNesting = new Option<int>("--max-nesting") { Description = "StealDB family: how deep stolen ops may nest (0: waiters only wait)", DefaultValueFactory = _ => new StealDbOptions().MaxNesting };
 var deployment = new Option<string>("--deployment") { Description = "ReactDB: sync (one container, an executor per thread) or async (a container per store section)", DefaultValueFactory = _ => "async" };
 var callers = new Option<int>("--callers") { Description = "run through ContendEngine.ExecuteAsync, a service's front door, with this many async callers (0: the worker pool)", DefaultValueFactory = _ => 0 };
 
-var run = new Command("run", "run one protocol on one workload and print a summary") { protocol, workloadName, threads, seconds, warmup, check, output, seed, noPin, batch, alpha, noOverlap, callers, deployment };
+var run = new Command("run", "run one protocol on one workload and print a summary") { protocol, workloadName, threads, seconds, warmup, check, output, seed, noPin, batch, alpha, noOverlap, waitThreshold, maxNesting, callers, deployment };
 knobs.AddTo(run);
 run.SetAction(parse =>
 {
@@ -39,30 +42,30 @@ run.SetAction(parse =>
     if (name.Equals(ReactDbRunner.Protocol, StringComparison.OrdinalIgnoreCase)) return RunReactDb(parse, options, prefix);
     if (parse.GetResult(deployment) is { Implicit: false }) throw new UsageException($"--deployment is a ReactDB knob; this run's protocol is {name}");
     var make = knobs.Factory(parse.GetValue(workloadName)!, parse);
-    bool takesStrifeKnobs = ProtocolRegistry.TryFind(name, out var descriptor) && descriptor.OptionsType == typeof(StrifeOptions);
-    foreach (var knob in new Option[] { batch, alpha, noOverlap })
-        if (!takesStrifeKnobs && parse.GetResult(knob) is { Implicit: false })
-            throw new UsageException($"{knob.Name} is a Strife knob; this run's protocol is {name}");
-    StrifeOptions? strife = null;
-    if (takesStrifeKnobs)
-    {
-        strife = new StrifeOptions(BatchSize: parse.GetValue(batch), Alpha: parse.GetValue(alpha), Overlap: !parse.GetValue(noOverlap));
-        strife.Validate(options.Threads); // bad knobs fail here, before any load
-    }
+    var optionsType = ProtocolRegistry.TryFind(name, out var descriptor) ? descriptor.OptionsType : null;
+    foreach (var (owner, family, group) in new (Type, string, Option[])[] { (typeof(StrifeOptions), "Strife", [batch, alpha, noOverlap]),
+                                                                            (typeof(StealDbOptions), "StealDB family", [waitThreshold, maxNesting]) })
+        foreach (var knob in group)
+            if (optionsType != owner && parse.GetResult(knob) is { Implicit: false })
+                throw new UsageException($"{knob.Name} is a {family} knob; this run's protocol is {name}");
+    ProtocolOptions? protocolOptions = optionsType == typeof(StrifeOptions) ? new StrifeOptions(BatchSize: parse.GetValue(batch), Alpha: parse.GetValue(alpha), Overlap: !parse.GetValue(noOverlap))
+                            : optionsType == typeof(StealDbOptions) ? new StealDbOptions(parse.GetValue(waitThreshold), parse.GetValue(maxNesting))
+                            : null;
+    protocolOptions?.Validate(options.Threads); // bad knobs fail here, before any load
     RunRow row;
-    if (parse.GetValue(callers) is not 0 and var front) row = Runner.RunEmbedded(name, make, options, front, strife);
+    if (parse.GetValue(callers) is not 0 and var front) row = Runner.RunEmbedded(name, make, options, front, protocolOptions);
     else if (options.WarmupSeconds + options.Seconds > 3 && !Console.IsOutputRedirected)
     {
         RunRow? done = null;
         AnsiConsole.Progress().Start(p =>
         {
             var task = p.AddTask($"{name} on {parse.GetValue(workloadName)}", maxValue: 1);
-            done = Runner.RunOne(name, make, options, f => task.Value = f, strife);
+            done = Runner.RunOne(name, make, options, f => task.Value = f, protocolOptions);
             task.Value = 1;
         });
         row = done!;
     }
-    else row = Runner.RunOne(name, make, options, protocolOptions: strife);
+    else row = Runner.RunOne(name, make, options, protocolOptions: protocolOptions);
     Print([row]);
     if (row.Detail is not null) Console.WriteLine(row.Detail);
     Console.WriteLine($"{row.Config}\ntables and indexes: {row.TableBytes / (1024.0 * 1024 * 1024):F2} GiB");

@@ -40,6 +40,9 @@ public class CommandLineTests
     [InlineData("--hot is a stealdb knob; this run's workload is ycsb", "run", "--protocol", "NoWait", "--hot", "5")]
     [InlineData("--warehouses is a tpcc knob; this run's workload is stealdb", "run", "--protocol", "StealDB", "--workload", "stealdb", "--warehouses", "4")]
     [InlineData("--batch is a Strife knob; this run's protocol is WaitDie", "run", "--protocol", "WaitDie", "--batch", "100")]
+    [InlineData("--max-nesting is a StealDB family knob; this run's protocol is Mcs", "run", "--protocol", "Mcs", "--max-nesting", "2")]
+    [InlineData("StealDB wait threshold 0: must be 1 or more idle rounds", "run", "--protocol", "StealDBNoSteal", "--wait-threshold", "0")]
+    [InlineData("StealDB nesting bound 65: must be 0..64", "run", "--protocol", "StealDB", "--max-nesting", "65")]
     [InlineData("--protocol Mcs: the cluster runs Chiller, or two-phase commit over NoWait, WaitDie, Silo", "cluster", "--protocol", "Mcs")]
     [InlineData("--replicas is a Chiller knob: two-phase commit runs on the primaries alone", "cluster", "--protocol", "NoWait", "--replicas", "2")]
     [InlineData("--workers 2000: must be in 0..1024", "cluster", "--protocol", "NoWait", "--workers", "2000")]
@@ -66,10 +69,10 @@ public class CommandLineTests
     /// <summary>The front door a service uses, from the command line: callers on the thread pool
     /// awaiting ContendEngine.ExecuteAsync, the history checked.</summary>
     [Theory]
-    [InlineData("StealDB"), InlineData("Strife")]
-    public void RunThroughTheEnginesFrontDoorChecksTheHistory(string protocol)
+    [InlineData("StealDB"), InlineData("Strife"), InlineData("StealDBBasicWS", "--max-nesting", "1", "--wait-threshold", "100")]
+    public void RunThroughTheEnginesFrontDoorChecksTheHistory(string protocol, params string[] knobs)
     {
-        var (code, output, _) = Contend("run", "--protocol", protocol, "--rows", "10000", "--callers", "8", "--seconds", "0.3", "--warmup", "0", "--no-pin", "--check");
+        var (code, output, _) = Contend(["run", "--protocol", protocol, "--rows", "10000", "--callers", "8", "--seconds", "0.3", "--warmup", "0", "--no-pin", "--check", .. knobs]);
         Assert.Equal(0, code);
         Assert.Contains("through ContendEngine, 8 async callers", output);
         Assert.Matches($@"{protocol}\s+[1-9][\d,]* .* [1-9][\d,]*\s+0 ", output); // commits, and checked transactions with 0 anomalies

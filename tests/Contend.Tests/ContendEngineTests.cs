@@ -2,6 +2,7 @@ using System.Buffers.Binary;
 using Contend.Engine.History;
 using Contend.Engine.Programs;
 using Contend.Engine.Protocols;
+using Contend.Engine.Protocols.StealDB;
 using Contend.Engine.Protocols.Strife;
 using Contend.Engine.Runtime;
 using Contend.Engine.Storage;
@@ -270,6 +271,9 @@ public class ContendEngineTests
         Assert.Contains("EngineOptions.QueueCapacity 0", Assert.Throws<ArgumentOutOfRangeException>(() => new ContendEngine(db, Options("NoWait") with { QueueCapacity = 0 })).Message);
         Assert.Contains("EngineOptions.WhenQueueFull", Assert.Throws<ArgumentOutOfRangeException>(() => new ContendEngine(db, Options("NoWait") with { WhenQueueFull = (WhenQueueFull)9 })).Message);
         Assert.Contains("alpha", Assert.Throws<ArgumentOutOfRangeException>(() => new ContendEngine(db, Options("Strife") with { ProtocolOptions = new StrifeOptions(Alpha: 2) })).Message);
+        Assert.Contains("StealDB wait threshold 0", Assert.Throws<ArgumentOutOfRangeException>(() => new ContendEngine(db, Options("StealDBNoSteal") with { ProtocolOptions = new StealDbOptions(WaitThreshold: 0) })).Message);
+        Assert.Contains("StealDB nesting bound 65", Assert.Throws<ArgumentOutOfRangeException>(() => new ContendEngine(db, Options("StealDB") with { ProtocolOptions = new StealDbOptions(MaxNesting: 65) })).Message);
+        Assert.Contains("protocol Mcs takes no options; the setup has StealDbOptions", Assert.Throws<ArgumentException>(() => new ContendEngine(db, Options("Mcs") with { ProtocolOptions = new StealDbOptions() })).Message);
         using var engine = new ContendEngine(db, Options("NoWait", workers: 1));
         Assert.Contains("takes 3 arguments, given 2", Assert.Throws<ArgumentException>(() => engine.ExecuteAsync(transfer, [0, 1])).Message);
         Assert.Contains("has 2 ops, so its results need as many slots, given 1", Assert.Throws<ArgumentException>(() => engine.ExecuteAsync(transfer, [0, 1, 5], new long[1])).Message);

@@ -17,13 +17,13 @@ namespace Contend.Tests;
 /// </summary>
 public class StealDbTests
 {
-    static (RunResult Result, StealDb Protocol, StealDbAudit Audit) Run(StealPolicy policy)
+    static (RunResult Result, StealDb Protocol, StealDbAudit Audit) Run(StealPolicy policy, StealDbOptions? options = null)
     {
         var workload = new StealDbMicro(tables: 8, rows: 1000, ops: 8, hot: 1);
         using var db = new Database();
         workload.Load(db);
         var audit = new StealDbAudit();
-        var protocol = new StealDb(ProtocolSetup.For(db, 2), new StealDbOptions(policy), policy.ToString()) { Audit = audit };
+        var protocol = new StealDb(ProtocolSetup.For(db, 2), policy, options ?? new StealDbOptions(), policy.ToString()) { Audit = audit };
         var result = WorkerPool.Run(protocol, workload, new RunOptions(Threads: 2, Seconds: 0.5, RecordHistory: true, Pin: false, Seed: 5));
         Assert.True(Engine.History.SerializabilityChecker.Check(result.History!).Serializable);
         return (result, protocol, audit);
@@ -41,10 +41,14 @@ public class StealDbTests
         Assert.True(protocol.StolenOps > 0, "no op ran on a worker other than its owner's");
     }
 
-    [Fact]
-    public void NoStealPolicyStealsNothing()
+    /// <summary>Stealing off by policy, or by the knob that allows no nesting (the knob reaches the
+    /// protocol: on this workload the default steals, <see cref="StealsWithoutViolatingTheSpecsInvariants"/>).</summary>
+    [Theory]
+    [InlineData(nameof(StealPolicy.None), 4)]
+    [InlineData(nameof(StealPolicy.Queue), 0)]
+    public void NoStealingStealsNothing(string policy, int maxNesting)
     {
-        var (result, protocol, audit) = Run(StealPolicy.None);
+        var (result, protocol, audit) = Run(Enum.Parse<StealPolicy>(policy), new StealDbOptions(MaxNesting: maxNesting));
         Assert.Empty(audit.Violations);
         Assert.True(result.Total.Commits > 0, "no transaction committed");
         Assert.Equal(0, audit.Takes);
@@ -70,7 +74,7 @@ public class StealDbTests
         using var db = new Database();
         workload.Load(db);
         var audit = new StealDbAudit();
-        var protocol = new StealDb(ProtocolSetup.For(db, 2), new StealDbOptions(), "StealDB") { Audit = audit };
+        var protocol = new StealDb(ProtocolSetup.For(db, 2), StealPolicy.Queue, new StealDbOptions(), "StealDB") { Audit = audit };
         var result = WorkerPool.Run(protocol, workload, new RunOptions(Threads: 2, Seconds: 0.5, RecordHistory: true, Pin: false, Seed: 5));
         Assert.Empty(audit.Violations);
         Assert.True(result.Total.Commits > 0, "no transaction committed");
@@ -110,8 +114,13 @@ public class StealDbTests
         Assert.True((await engine.ExecuteAsync(bump, [2]).AsTask().WaitAsync(patience)).Committed); // the row was left free
     }
 
+    /// <summary>Options given through the engine reach the protocol its descriptor builds.</summary>
     [Fact]
-    public void RejectsAThresholdThatCannotWait() =>
-        Assert.Contains("wait threshold 0", Assert.Throws<ArgumentException>(() =>
-            new StealDb(ProtocolSetup.For(new Database(), 1), new StealDbOptions(WaitThreshold: 0), "x")).Message);
+    public void TheDescriptorBuildsWithTheOptionsGiven()
+    {
+        using var db = new Database();
+        var protocol = (StealDb)ProtocolRegistry.Create("StealDBBasicWS", new ProtocolSetup(db, 2, new StealDbOptions(WaitThreshold: 7, MaxNesting: 2)));
+        Assert.Equal(new StealDbOptions(7, 2), protocol.Options);
+        Assert.Equal(new StealDbOptions(), ((StealDb)ProtocolRegistry.Create("StealDB", new ProtocolSetup(db, 2))).Options);
+    }
 }

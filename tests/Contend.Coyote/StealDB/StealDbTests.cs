@@ -188,7 +188,7 @@ public static class StealDbTests
         var recorder = new HistoryRecorder(workers);
         var audit = checks ? new StealDbAudit(message => Specification.Assert(false, message)) : null;
         var protocol = new StealDb(new ProtocolSetup(db, workers) { Mutants = mutants },
-                                   new StealDbOptions(policy, WaitThreshold: threshold), "StealDB")
+                                   policy, new StealDbOptions(WaitThreshold: threshold), "StealDB")
         {
             Audit = audit,
             Trace = trace,

@@ -20,19 +20,6 @@ internal enum StealPolicy
     None,
 }
 
-/// <param name="WaitThreshold">idle rounds of a lock wait (rounds that stole nothing) before the
-/// waiter gives up and aborts its op's transaction (C2): the last resort, since the deadlock
-/// detector (<see cref="QueueDeadlockDetector"/>) ends deadlocks first</param>
-/// <param name="MaxNesting">how deep stolen ops may nest (a stolen op that waits may steal
-/// again); at the limit a waiter only waits. Bounds the stack; the spec has no bound, and
-/// fewer steals are a subset of its behaviours</param>
-internal sealed record StealDbOptions(StealPolicy Policy = StealPolicy.Queue, int WaitThreshold = 1 << 14, int MaxNesting = 4)
-{
-    public string Validate() =>
-        WaitThreshold < 1 ? $"StealDB: wait threshold {WaitThreshold} must be positive"
-        : MaxNesting is < 0 or > 64 ? $"StealDB: nesting bound {MaxNesting} must be in 0..64" : "";
-}
-
 /// <summary>
 /// Queue-stealing 2PL: <c>Spec</c> of specs/StealDB/StealDB.tla, argued in proofs/StealDB.md
 /// (seed 000, Algorithms 1-4). Each step names the spec action it implements.
@@ -77,6 +64,7 @@ internal sealed class StealDb : ITransactionProtocol
 
     readonly Database _db;
     readonly StealDbOptions _options;
+    readonly StealPolicy _policy;
     readonly Slot[] _slots;
     readonly McsLock _lock;
     readonly QueueDeadlockDetector _detector;
@@ -96,10 +84,14 @@ internal sealed class StealDb : ITransactionProtocol
 
     public string Name { get; }
 
-    public StealDb(ProtocolSetup setup, StealDbOptions options, string name)
+    /// <summary>The knobs the protocol was built with.</summary>
+    internal StealDbOptions Options => _options;
+
+    public StealDb(ProtocolSetup setup, StealPolicy policy, StealDbOptions options, string name)
     {
-        if (options.Validate() is { Length: > 0 } problem) throw new ArgumentException(problem, nameof(options));
+        options.Validate(setup.Workers);
         _db = setup.Database;
+        _policy = policy;
         _options = options;
         Name = name;
         _imageBytes = (Math.Max(1, _db.Tables.Count == 0 ? 1 : _db.Tables.Max(t => t.PayloadSize)) + 63) & ~63;
@@ -109,7 +101,7 @@ internal sealed class StealDb : ITransactionProtocol
         _detector = new(_lock, setup.Workers, frames: options.MaxNesting + 1, TxnContext.MaxOps,
                         ownFramesOnly: new MutantFlag(setup.Mutants, StealDbMutants.DetectorIgnoresStolenFrames),
                         ignoresReaders: new MutantFlag(setup.Mutants, StealDbMutants.DetectorIgnoresReaders));
-        if (options.Policy == StealPolicy.Basic) _holders = _db.Tables.Select(t => new int[t.Capacity]).ToArray();
+        if (policy == StealPolicy.Basic) _holders = _db.Tables.Select(t => new int[t.Capacity]).ToArray();
         _readThenClear = new(setup.Mutants, StealDbMutants.ReadThenClear);
         _claimTestThenSet = new(setup.Mutants, StealDbMutants.ClaimTestThenSet);
         _earlyRelease = new(setup.Mutants, StealDbMutants.EarlyRelease);
@@ -635,7 +627,7 @@ internal sealed class StealDb : ITransactionProtocol
             // ExecuteOp appends the whole ready set at once: one reservation of its positions.
             int last = Interlocked.Add(ref s.Words.RqLength, count);
             for (int k = 0; k < count; k++) Volatile.Write(ref s.Rq[last - count + k], ready[k] + 1);
-            if (_options.Policy != StealPolicy.None) Publish(s, tid, last);
+            if (_policy != StealPolicy.None) Publish(s, tid, last);
         }
         // Last: the owner may decide, and reuse the slot, once every op has counted itself.
         if (runner == s.Worker) s.Words.OwnFinished++;
@@ -705,12 +697,12 @@ internal sealed class StealDb : ITransactionProtocol
                 }
                 if (depth < _options.MaxNesting)
                 {
-                    if (_options.Policy == StealPolicy.Queue)
+                    if (_policy == StealPolicy.Queue)
                         context = TakeQueue(s, node, ref tail, predecessorWorker < 0 ? null : _slots[predecessorWorker], runner);
-                    else if (_options.Policy == StealPolicy.Basic) stolen = TakeBasic(s, op, runner, out context);
+                    else if (_policy == StealPolicy.Basic) stolen = TakeBasic(s, op, runner, out context);
                 }
             }
-            if (_options.Policy == StealPolicy.Queue && context != 0) stolen = RunStolen(s, context, runner);
+            if (_policy == StealPolicy.Queue && context != 0) stolen = RunStolen(s, context, runner);
             if (stolen >= 0)
             {
                 long owner = TidOf(context);

@@ -8,7 +8,8 @@ internal static class StealDbProtocols
         "ops a StealDB lock waiter ran for the transaction ahead of it", p => ((StealDb)p).StolenOps);
 
     static ProtocolDescriptor Describe(string name, string description, StealPolicy policy) =>
-        new(name, description, ProtocolKind.PerTransaction, null, s => new StealDb(s, new StealDbOptions(policy), name),
+        new(name, description, ProtocolKind.PerTransaction, typeof(StealDbOptions),
+            s => new StealDb(s, policy, s.Options as StealDbOptions ?? new StealDbOptions(), name),
             counters: [Stolen], report: (p, _) => new ProtocolReport(new Dictionary<string, double> { [StealDb.StolenShareName] = ((StealDb)p).StolenShare }, null),
             mutants: typeof(StealDbMutants));
 
