@@ -12,13 +12,13 @@ namespace Contend.Engine.Protocols.StealDB;
 public sealed record StealDbOptions(int WaitThreshold = 1 << 14, int MaxNesting = 4) : ProtocolOptions
 {
     /// <summary>The deepest <see cref="MaxNesting"/>.</summary>
-    public const int MaxMaxNesting = 64;
+    public const int DeepestNesting = 64;
 
     internal override void Validate(int workers)
     {
         if (WaitThreshold < 1)
             throw new ArgumentOutOfRangeException(nameof(WaitThreshold), $"StealDB wait threshold {WaitThreshold}: must be 1 or more idle rounds");
-        if (MaxNesting is < 0 or > MaxMaxNesting)
-            throw new ArgumentOutOfRangeException(nameof(MaxNesting), $"StealDB nesting bound {MaxNesting}: must be 0..{MaxMaxNesting}");
+        if (MaxNesting is < 0 or > DeepestNesting)
+            throw new ArgumentOutOfRangeException(nameof(MaxNesting), $"StealDB nesting bound {MaxNesting}: must be 0..{DeepestNesting}");
     }
 }
