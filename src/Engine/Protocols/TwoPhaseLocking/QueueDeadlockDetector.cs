@@ -55,7 +55,7 @@ internal sealed class QueueDeadlockDetector
     readonly long[] _stacks;
     /// <summary>Per slot, eight words apart: [0] its transaction's start timestamp, written once an
     /// attempt; [1] the most of its nodes any of its transactions has locked (<see cref="Uses"/>).</summary>
-    readonly long[] _timestamps;
+    readonly long[] _slotWords;
     readonly Search[] _searches;
     readonly bool _ownFramesOnly, _ignoresReaders;
 
@@ -72,7 +72,7 @@ internal sealed class QueueDeadlockDetector
         _nodesPerSlot = nodesPerSlot;
         _stride = ((1 + frames + 7) & ~7) + 8;
         _stacks = new long[workers * _stride];
-        _timestamps = new long[workers * 8];
+        _slotWords = new long[workers * 8];
         int graph = workers + workers * frames + workers * nodesPerSlot;
         _searches = new Search[workers];
         for (int w = 0; w < workers; w++) _searches[w] = new Search(graph);
@@ -81,7 +81,7 @@ internal sealed class QueueDeadlockDetector
     }
 
     /// <summary>The slot's transaction began an attempt with this start timestamp.</summary>
-    public void Began(int slot, long timestamp) => Volatile.Write(ref _timestamps[slot * 8], timestamp);
+    public void Began(int slot, long timestamp) => Volatile.Write(ref _slotWords[slot * 8], timestamp);
 
     /// <summary>The slot's transaction may lock its first <paramref name="nodes"/> nodes; called by
     /// the slot's own worker before it locks them. The search for the readers a writer waits for
@@ -92,7 +92,7 @@ internal sealed class QueueDeadlockDetector
     /// Coyote it adds no scheduling point to every transaction's start.</summary>
     public void Uses(int slot, int nodes)
     {
-        ref long mark = ref _timestamps[slot * 8 + 1];
+        ref long mark = ref _slotWords[slot * 8 + 1];
         if (nodes > mark) mark = nodes;
     }
 
@@ -158,7 +158,7 @@ internal sealed class QueueDeadlockDetector
     long Age(int worker, int depth)
     {
         int slot = (int)(uint)_stacks[worker * _stride + 1 + depth] - 1;
-        return slot < 0 ? long.MaxValue : _timestamps[slot * 8];
+        return slot < 0 ? long.MaxValue : _slotWords[slot * 8];
     }
 
     int WaitedNode(int worker, int depth) => (int)(_stacks[worker * _stride + 1 + depth] >> 32) - 1;
@@ -203,7 +203,7 @@ internal sealed class QueueDeadlockDetector
             for (int slot = 0; slot < _workers; slot++)
             {
                 if (slot == n / _nodesPerSlot) continue;
-                int used = (int)_timestamps[slot * 8 + 1];
+                int used = (int)_slotWords[slot * 8 + 1];
                 for (int m = slot * _nodesPerSlot; m < slot * _nodesPerSlot + used; m++)
                     if (_lock.SeemsSharing(m, n)) { search.Push(slot); break; }
             }
