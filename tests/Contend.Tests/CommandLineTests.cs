@@ -1,5 +1,6 @@
 using System.Diagnostics;
 using System.Globalization;
+using System.Text.RegularExpressions;
 
 namespace Contend.Tests;
 
@@ -43,6 +44,8 @@ public class CommandLineTests
     [InlineData("--max-nesting is a StealDB family knob; this run's protocol is Mcs", "run", "--protocol", "Mcs", "--max-nesting", "2")]
     [InlineData("StealDB wait threshold 0: must be 1 or more idle rounds", "run", "--protocol", "StealDBNoSteal", "--wait-threshold", "0")]
     [InlineData("StealDB nesting bound 65: must be 0..64", "run", "--protocol", "StealDB", "--max-nesting", "65")]
+    [InlineData("Mcs wait threshold 0: must be 1 or more rounds", "run", "--protocol", "Mcs", "--wait-threshold", "0")]
+    [InlineData("--wait-threshold is a queue-lock (Mcs and the StealDB family) knob; this run's protocol is WaitsFor", "run", "--protocol", "WaitsFor", "--wait-threshold", "10")]
     [InlineData("--protocol Mcs: the cluster runs Chiller, or two-phase commit over NoWait, WaitDie, Silo", "cluster", "--protocol", "Mcs")]
     [InlineData("--replicas is a Chiller knob: two-phase commit runs on the primaries alone", "cluster", "--protocol", "NoWait", "--replicas", "2")]
     [InlineData("--workers 2000: must be in 0..1024", "cluster", "--protocol", "NoWait", "--workers", "2000")]
@@ -69,13 +72,31 @@ public class CommandLineTests
     /// <summary>The front door a service uses, from the command line: callers on the thread pool
     /// awaiting ContendEngine.ExecuteAsync, the history checked.</summary>
     [Theory]
-    [InlineData("StealDB"), InlineData("Strife"), InlineData("StealDBBasicWS", "--max-nesting", "1", "--wait-threshold", "100")]
+    [InlineData("StealDB"), InlineData("Strife"), InlineData("StealDBBasicWS", "--max-nesting", "1", "--wait-threshold", "100"), InlineData("Mcs", "--wait-threshold", "100")]
     public void RunThroughTheEnginesFrontDoorChecksTheHistory(string protocol, params string[] knobs)
     {
         var (code, output, _) = Contend(["run", "--protocol", protocol, "--rows", "10000", "--callers", "8", "--seconds", "0.3", "--warmup", "0", "--no-pin", "--check", .. knobs]);
         Assert.Equal(0, code);
         Assert.Contains("through ContendEngine, 8 async callers", output);
         Assert.Matches($@"{protocol}\s+[1-9][\d,]* .* [1-9][\d,]*\s+0 ", output); // commits, and checked transactions with 0 anomalies
+    }
+
+    /// <summary>Mcs's wait threshold reaches the protocol: on a hot set where waits are many, a
+    /// threshold of one round turns them into WaitTimeout aborts, which the default's detector
+    /// leaves far fewer of.</summary>
+    [Fact]
+    public void McsWaitThresholdTurnsWaitsIntoTimeouts()
+    {
+        long Timeouts(params string[] knobs)
+        {
+            var (code, output, err) = Contend(["run", "--protocol", "Mcs", "--rows", "16", "--requests", "8", "--theta", "0.9", "--threads", "2",
+                                               "--seconds", "0.3", "--warmup", "0", "--no-pin", "--check", .. knobs]);
+            Assert.True(code == 0, err + output);
+            var timeouts = Regex.Match(output, @"WaitTimeout ([\d,]+)");
+            return timeouts.Success ? long.Parse(timeouts.Groups[1].Value, NumberStyles.Number, CultureInfo.InvariantCulture) : 0;
+        }
+        long atOne = Timeouts("--wait-threshold", "1"), atDefault = Timeouts();
+        Assert.True(atOne > 10 * (atDefault + 10), $"WaitTimeout aborts: {atOne} at one round, {atDefault} at the default");
     }
 
     /// <summary>A ReactDB run that exited 0 and printed its row with commits, history entries

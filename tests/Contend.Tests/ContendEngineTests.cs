@@ -4,6 +4,7 @@ using Contend.Engine.Programs;
 using Contend.Engine.Protocols;
 using Contend.Engine.Protocols.StealDB;
 using Contend.Engine.Protocols.Strife;
+using Contend.Engine.Protocols.TwoPhaseLocking;
 using Contend.Engine.Runtime;
 using Contend.Engine.Storage;
 
@@ -273,7 +274,9 @@ public class ContendEngineTests
         Assert.Contains("alpha", Assert.Throws<ArgumentOutOfRangeException>(() => new ContendEngine(db, Options("Strife") with { ProtocolOptions = new StrifeOptions(Alpha: 2) })).Message);
         Assert.Contains("StealDB wait threshold 0", Assert.Throws<ArgumentOutOfRangeException>(() => new ContendEngine(db, Options("StealDBNoSteal") with { ProtocolOptions = new StealDbOptions(WaitThreshold: 0) })).Message);
         Assert.Contains("StealDB nesting bound 65", Assert.Throws<ArgumentOutOfRangeException>(() => new ContendEngine(db, Options("StealDB") with { ProtocolOptions = new StealDbOptions(MaxNesting: 65) })).Message);
-        Assert.Contains("protocol Mcs takes no options; the setup has StealDbOptions", Assert.Throws<ArgumentException>(() => new ContendEngine(db, Options("Mcs") with { ProtocolOptions = new StealDbOptions() })).Message);
+        Assert.Contains("Mcs wait threshold 0", Assert.Throws<ArgumentOutOfRangeException>(() => new ContendEngine(db, Options("Mcs") with { ProtocolOptions = new McsOptions(WaitThreshold: 0) })).Message);
+        Assert.Contains("protocol Mcs takes McsOptions; the setup has StealDbOptions", Assert.Throws<ArgumentException>(() => new ContendEngine(db, Options("Mcs") with { ProtocolOptions = new StealDbOptions() })).Message);
+        Assert.Contains("protocol NoWait takes no options; the setup has McsOptions", Assert.Throws<ArgumentException>(() => new ContendEngine(db, Options("NoWait") with { ProtocolOptions = new McsOptions() })).Message);
         using var engine = new ContendEngine(db, Options("NoWait", workers: 1));
         Assert.Contains("takes 3 arguments, given 2", Assert.Throws<ArgumentException>(() => engine.ExecuteAsync(transfer, [0, 1])).Message);
         Assert.Contains("has 2 ops, so its results need as many slots, given 1", Assert.Throws<ArgumentException>(() => engine.ExecuteAsync(transfer, [0, 1, 5], new long[1])).Message);

@@ -15,7 +15,7 @@ namespace Contend.Engine.Protocols.TwoPhaseLocking;
 /// behind it without waiting for readers, and a reader's, counted by whoever woke it, leaves the
 /// queue and uncounts itself. That wait ends: the nodes ahead are held by transactions that
 /// finish or abort in turn, and the aborter holds nothing. A wait past
-/// <see cref="WaitThreshold"/> rounds aborts too, as the last resort the issue asks to keep.
+/// <see cref="McsOptions.WaitThreshold"/> rounds aborts too, as the last resort the issue asks to keep.
 /// </summary>
 /// <remarks>
 /// Decision: a write to a row the attempt holds shared is not an upgrade in place. The attempt
@@ -28,18 +28,20 @@ namespace Contend.Engine.Protocols.TwoPhaseLocking;
 /// </remarks>
 internal sealed class Mcs : LockingProtocol
 {
-    /// <summary>Rounds of <see cref="Spin.Once"/> before a waiter gives up. Before the detector,
-    /// deadlocks were broken only by this, at 2^8 (docs/measured/StealDB.md, "Deadlock detection").</summary>
-    public const int WaitThreshold = 1 << 14;
     /// <summary>Modes of an access whose wait gave up: its node is still queued.</summary>
     const byte AbandonedShared = 3, AbandonedExclusive = 4;
 
     readonly McsLock _lock;
     readonly QueueDeadlockDetector _detector;
     readonly MutantFlag _noDetection;
+    /// <summary>Rounds of <see cref="Spin.Once"/> before a waiter gives up. Before the detector,
+    /// deadlocks were broken only by this, at 2^8 (docs/measured/StealDB.md, "Deadlock detection").</summary>
+    readonly int _waitThreshold;
 
-    public Mcs(ProtocolSetup setup) : base(setup)
+    public Mcs(ProtocolSetup setup, McsOptions options) : base(setup)
     {
+        Options = options;
+        _waitThreshold = options.WaitThreshold;
         _noDetection = new(setup.Mutants, TwoPhaseLockingMutants.McsNoDetection);
         _lock = new(setup.Workers * TxnContext.MaxOps, default, new MutantFlag(setup.Mutants, TwoPhaseLockingMutants.McsReaderBarges));
         _detector = new(_lock, setup.Workers, frames: 1, TxnContext.MaxOps,
@@ -47,6 +49,9 @@ internal sealed class Mcs : LockingProtocol
     }
 
     public override string Name => TwoPhaseLockingProtocols.Mcs.Name;
+
+    /// <summary>The knobs it was built with.</summary>
+    internal McsOptions Options { get; }
 
     static int Node(TxnContext ctx, int access) => ctx.Worker * TxnContext.MaxOps + access;
 
@@ -95,7 +100,7 @@ internal sealed class Mcs : LockingProtocol
         bool seen = false;
         for (int round = 1; !(exclusive ? _lock.CheckAcquiredExclusive(ref word, node) : _lock.CheckAcquiredShared(ref word, node)); round++)
         {
-            if (round == WaitThreshold) return AbortReason.WaitTimeout;
+            if (round == _waitThreshold) return AbortReason.WaitTimeout;
             if (ctx.GivingUp) return AbortReason.Deadline;
             if (round % QueueDeadlockDetector.SearchEvery == 0 && !_noDetection)
             {

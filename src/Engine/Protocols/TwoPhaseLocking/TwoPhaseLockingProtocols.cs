@@ -17,6 +17,6 @@ internal static class TwoPhaseLockingProtocols
     public static readonly ProtocolDescriptor Ordered = new("Ordered", "2PL, every lock taken up front in key order, then wait",
         ProtocolKind.PerTransaction, null, s => new Ordered(s), mutants: Mutants);
 
-    public static readonly ProtocolDescriptor Mcs = new("Mcs", "2PL on exclusive MCS queue locks, abort after a wait threshold",
-        ProtocolKind.PerTransaction, null, s => new Mcs(s), mutants: Mutants);
+    public static readonly ProtocolDescriptor Mcs = new("Mcs", "2PL on reader-writer MCS queue locks, abort on a detected deadlock or after a wait threshold",
+        ProtocolKind.PerTransaction, typeof(McsOptions), s => new Mcs(s, s.Options as McsOptions ?? new McsOptions()), mutants: Mutants);
 }
