@@ -98,9 +98,10 @@ internal sealed class Mcs : LockingProtocol
     {
         var wait = new SpinWait();
         bool seen = false;
+        int threshold = _waitThreshold;
         for (int round = 1; !(exclusive ? _lock.CheckAcquiredExclusive(ref word, node) : _lock.CheckAcquiredShared(ref word, node)); round++)
         {
-            if (round == _waitThreshold) return AbortReason.WaitTimeout;
+            if (round == threshold) return AbortReason.WaitTimeout;
             if (ctx.GivingUp) return AbortReason.Deadline;
             if (round % QueueDeadlockDetector.SearchEvery == 0 && !_noDetection)
             {
