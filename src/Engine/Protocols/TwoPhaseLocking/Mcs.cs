@@ -40,7 +40,6 @@ internal sealed class Mcs : LockingProtocol
 
     public Mcs(ProtocolSetup setup, McsOptions options) : base(setup)
     {
-        Options = options;
         _waitThreshold = options.WaitThreshold;
         _noDetection = new(setup.Mutants, TwoPhaseLockingMutants.McsNoDetection);
         _lock = new(setup.Workers * TxnContext.MaxOps, default, new MutantFlag(setup.Mutants, TwoPhaseLockingMutants.McsReaderBarges));
@@ -49,9 +48,6 @@ internal sealed class Mcs : LockingProtocol
     }
 
     public override string Name => TwoPhaseLockingProtocols.Mcs.Name;
-
-    /// <summary>The knobs it was built with.</summary>
-    internal McsOptions Options { get; }
 
     static int Node(TxnContext ctx, int access) => ctx.Worker * TxnContext.MaxOps + access;
 
