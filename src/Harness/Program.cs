@@ -52,7 +52,7 @@ run.SetAction(parse =>
                 throw new UsageException($"{knob.Name} is a {family} knob; this run's protocol is {name}");
     ProtocolOptions? protocolOptions = optionsType == typeof(StrifeOptions) ? new StrifeOptions(BatchSize: parse.GetValue(batch), Alpha: parse.GetValue(alpha), Overlap: !parse.GetValue(noOverlap))
                             : optionsType == typeof(StealDbOptions) ? new StealDbOptions(parse.GetValue(waitThreshold), parse.GetValue(maxNesting))
-                            : optionsType == typeof(McsOptions) ? new McsOptions(parse.GetValue(waitThreshold))
+                            : optionsType == typeof(McsOptions) ? parse.GetResult(waitThreshold) is { Implicit: false } ? new McsOptions(parse.GetValue(waitThreshold)) : new McsOptions()
                             : null;
     protocolOptions?.Validate(options.Threads); // bad knobs fail here, before any load
     RunRow row;
