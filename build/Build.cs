@@ -26,6 +26,8 @@ string verb = args.Length > 0 ? args[0] : "help";
 string[] rest = args.Skip(1).ToArray();
 string contend = Path.Combine(root, "src", "Harness", "bin", "Release", "net10.0", "contend.dll");
 string coyote = Path.Combine(root, "tests", "Contend.Coyote", "bin", "Release", "net8.0", "Contend.Coyote.dll");
+// The core the current lane of `test` runs its commands on (Test's two lanes); null: any core.
+var laneCore = new AsyncLocal<int?>();
 
 return verb switch
 {
@@ -134,19 +136,31 @@ int Test()
     suites.Add(("specs runner (unittest)", RanTests(runner.Output) - (runner.Code == 0 ? 0 : 1), runner.Code == 0 ? 0 : 1, runner.Code));
     // Two lanes side by side, one core each (this machine kind has two): Coyote, the P checker and
     // the trace recorder are single-threaded, and TLC runs on one worker, which also makes its
-    // liveness checks find the same counterexample every run. One lane's lines carry a tag. The
-    // traces (a Coyote recording, then TLC) and Chiller's and ReactDB's P cases run after the TLC models: that
-    // lane was the shorter by about ten minutes (docs/measured/CI.md).
-    var systematic = Task.Run(() => new (string Name, (int Code, string Output) Run)[]
+    // liveness checks find the same counterexample every run. One lane's lines carry a tag. Each
+    // lane is pinned to a core of its own (LaneCores): Coyote hands control from one of its test's
+    // threads to the next through the kernel, and with TLC free to run on either core those
+    // hand-overs waited for it, 2.5-3x the time run alone (docs/measured/CI.md, "Lanes pinned").
+    // Chiller's and ReactDB's P cases run after Coyote, the traces (a Coyote recording, then TLC)
+    // after the TLC models: with Coyote pinned, that balances the two lanes.
+    var (coyoteCore, tlcCore) = LaneCores();
+    var systematic = Task.Run(() =>
     {
-        ("Coyote", Coyote([])),
-        ("P models (StealDB, Strife, MCSLock)", Models(["StealDB", "Strife", "MCSLock"])),
+        laneCore.Value = coyoteCore;
+        return new (string Name, (int Code, string Output) Run)[]
+        {
+            ("Coyote", Coyote([])),
+            ("P models (StealDB, Strife, MCSLock)", Models(["StealDB", "Strife", "MCSLock"])),
+            ("P models (Chiller, ReactDB)", Models(["Chiller", "ReactDB"])),
+        };
     });
-    var tlc = Task.Run(() => new (string Name, (int Code, string Output) Run)[]
+    var tlc = Task.Run(() =>
     {
-        ("TLC models (specs/check)", RunTagged("[tlc] ", "specs/check", ["--workers", "1"])),
-        ("traces (TLC)", Traces([], "[tlc] ")),
-        ("P models (Chiller, ReactDB)", RunTagged("[tlc] ", "models/check", ["Chiller", "ReactDB"])),
+        laneCore.Value = tlcCore;
+        return new (string Name, (int Code, string Output) Run)[]
+        {
+            ("TLC models (specs/check)", RunTagged("[tlc] ", "specs/check", ["--workers", "1"])),
+            ("traces (TLC)", Traces([], "[tlc] ")),
+        };
     });
     Task.WaitAll(systematic, tlc);
     foreach (var (name, run) in systematic.Result.Concat(tlc.Result)) Suite(name, run, closingLine, failedFirst: false);
@@ -190,6 +204,16 @@ static int RanTests(string output)
     return m.Success ? int.Parse(m.Groups[1].Value) : 0;
 }
 
+// The first two cores this process may run on, one per lane of `test`, where taskset can pin
+// them (Linux); else none, and the lanes share the cores as the scheduler likes.
+static (int? First, int? Second) LaneCores()
+{
+    if (!OperatingSystem.IsLinux() || !File.Exists("/usr/bin/taskset") && !File.Exists("/bin/taskset")) return (null, null);
+    long allowed = (long)Process.GetCurrentProcess().ProcessorAffinity;
+    var cores = Enumerable.Range(0, 64).Where(c => (allowed >> c & 1) != 0).Take(2).ToArray();
+    return cores.Length < 2 ? (null, null) : (cores[0], cores[1]);
+}
+
 // Runs a command in the repository root, echoing its output as it comes and keeping a copy.
 (int Code, string Output) Run(string file, string[] arguments, params (string Name, string Value)[] environment) =>
     RunTagged(null, file, arguments, environment);
@@ -198,7 +222,10 @@ static int RanTests(string output)
 // that two suites running side by side can be told apart in the log.
 (int Code, string Output) RunTagged(string? tag, string file, string[] arguments, params (string Name, string Value)[] environment)
 {
-    var start = new ProcessStartInfo(file) { WorkingDirectory = root, RedirectStandardOutput = true, RedirectStandardError = true };
+    // In a pinned lane, taskset sets the core before the command starts, so every thread and child it makes inherits it.
+    int? core = laneCore.Value;
+    var start = new ProcessStartInfo(core is null ? file : "taskset") { WorkingDirectory = root, RedirectStandardOutput = true, RedirectStandardError = true };
+    if (core is not null) foreach (var a in new[] { "-c", core.Value.ToString(), file }) start.ArgumentList.Add(a);
     foreach (var a in arguments) start.ArgumentList.Add(a);
     foreach (var (name, value) in environment) start.Environment[name] = value;
     var copy = new System.Text.StringBuilder();
