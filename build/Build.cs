@@ -26,7 +26,7 @@ string verb = args.Length > 0 ? args[0] : "help";
 string[] rest = args.Skip(1).ToArray();
 string contend = Path.Combine(root, "src", "Harness", "bin", "Release", "net10.0", "contend.dll");
 string coyote = Path.Combine(root, "tests", "Contend.Coyote", "bin", "Release", "net8.0", "Contend.Coyote.dll");
-// The core the current lane of `test` runs its commands on (Test's two lanes); null: any core.
+// The core the Coyote lane of `test` runs its commands on; null: any core.
 var laneCore = new AsyncLocal<int?>();
 
 return verb switch
@@ -134,33 +134,36 @@ int Test()
           new Regex(@"Failed:\s+(\d+), Passed:\s+(\d+)"), failedFirst: true);
     var runner = Run("python3", ["-m", "unittest", "discover", "-s", "specs/tools", "-p", "test_*.py"]);
     suites.Add(("specs runner (unittest)", RanTests(runner.Output) - (runner.Code == 0 ? 0 : 1), runner.Code == 0 ? 0 : 1, runner.Code));
-    // Two lanes side by side, one core each (this machine kind has two): Coyote, the P checker and
-    // the trace recorder are single-threaded, and TLC runs on one worker, which also makes its
-    // liveness checks find the same counterexample every run. One lane's lines carry a tag. Each
-    // lane is pinned to a core of its own (LaneCores): Coyote hands control from one of its test's
-    // threads to the next through the kernel, and with TLC free to run on either core those
-    // hand-overs waited for it, 2.5-3x the time run alone (docs/measured/CI.md, "Lanes pinned").
-    // Chiller's and ReactDB's P cases run after Coyote, the traces (a Coyote recording, then TLC)
-    // after the TLC models: with Coyote pinned, that balances the two lanes.
-    var (coyoteCore, tlcCore) = LaneCores();
+    // Two lanes side by side (this machine kind has two cores): Coyote, the P checker and the
+    // trace recorder are single-threaded, and TLC runs on one worker, which also makes its
+    // liveness checks find the same counterexample every run. One lane's lines carry a tag.
+    // Coyote's lane is pinned to one core (LaneCore): a Coyote test hands control from one of its
+    // threads to the next through the kernel, and with TLC on either core those hand-overs waited
+    // for it, 2.5-3x the time run alone. TLC stays free: with one core, some of its models ran
+    // 14x slower (docs/measured/CI.md, "Lanes pinned"). ReactDB's Coyote tests run on any core
+    // too: the engine's executor threads and the test's own, which Coyote does not control, ran
+    // 20-35x slower on one core. Chiller's and ReactDB's P cases run after Coyote, the traces (a Coyote
+    // recording, then TLC) after the TLC models: that balances the two lanes.
+    int? coyoteCore = LaneCore();
     var systematic = Task.Run(() =>
     {
         laneCore.Value = coyoteCore;
+        var pinned = Coyote(["--skip", "ReactDB"]);
+        laneCore.Value = null;
+        var anyCore = Coyote(["ReactDB"]);
+        laneCore.Value = coyoteCore;
         return new (string Name, (int Code, string Output) Run)[]
         {
-            ("Coyote", Coyote([])),
+            ("Coyote", pinned),
+            ("Coyote (ReactDB)", anyCore),
             ("P models (StealDB, Strife, MCSLock)", Models(["StealDB", "Strife", "MCSLock"])),
             ("P models (Chiller, ReactDB)", Models(["Chiller", "ReactDB"])),
         };
     });
-    var tlc = Task.Run(() =>
+    var tlc = Task.Run(() => new (string Name, (int Code, string Output) Run)[]
     {
-        laneCore.Value = tlcCore;
-        return new (string Name, (int Code, string Output) Run)[]
-        {
-            ("TLC models (specs/check)", RunTagged("[tlc] ", "specs/check", ["--workers", "1"])),
-            ("traces (TLC)", Traces([], "[tlc] ")),
-        };
+        ("TLC models (specs/check)", RunTagged("[tlc] ", "specs/check", ["--workers", "1"])),
+        ("traces (TLC)", Traces([], "[tlc] ")),
     });
     Task.WaitAll(systematic, tlc);
     foreach (var (name, run) in systematic.Result.Concat(tlc.Result)) Suite(name, run, closingLine, failedFirst: false);
@@ -204,14 +207,14 @@ static int RanTests(string output)
     return m.Success ? int.Parse(m.Groups[1].Value) : 0;
 }
 
-// The first two cores this process may run on, one per lane of `test`, where taskset can pin
-// them (Linux); else none, and the lanes share the cores as the scheduler likes.
-static (int? First, int? Second) LaneCores()
+// The first core this process may run on, for the Coyote lane of `test`, where taskset can pin
+// it (Linux, two cores or more, so the other lane keeps one); else none, and it runs on any core.
+static int? LaneCore()
 {
-    if (!OperatingSystem.IsLinux() || !File.Exists("/usr/bin/taskset") && !File.Exists("/bin/taskset")) return (null, null);
+    if (!OperatingSystem.IsLinux() || !File.Exists("/usr/bin/taskset") && !File.Exists("/bin/taskset")) return null;
     long allowed = (long)Process.GetCurrentProcess().ProcessorAffinity;
     var cores = Enumerable.Range(0, 64).Where(c => (allowed >> c & 1) != 0).Take(2).ToArray();
-    return cores.Length < 2 ? (null, null) : (cores[0], cores[1]);
+    return cores.Length < 2 ? null : cores[0];
 }
 
 // Runs a command in the repository root, echoing its output as it comes and keeping a copy.

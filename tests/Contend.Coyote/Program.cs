@@ -1,8 +1,9 @@
 using System.Globalization;
 using Contend.Coyote;
 
-// Contend.Coyote [--iterations N] [--seed S] [name-filter ...]
-// Runs every systematic test of the (rewritten) engine; ends with "N passed, N failed".
+// Contend.Coyote [--iterations N] [--seed S] [--skip name-filter ...] [name-filter ...]
+// Runs every systematic test of the (rewritten) engine whose name contains a filter (all, with
+// none) and no --skip filter; ends with "N passed, N failed".
 // Contend.Coyote traces --out DIR [--runs N]
 // Records StealDB's, Chiller's and ReactDB's runs for trace validation into DIR, with a manifest for
 // specs/check; --runs N also records every StealDB workload on seeds 1..N (manual runs).
@@ -26,6 +27,7 @@ if (args.Length > 0 && args[0] == "traces")
 int iterations = 10_000;
 ulong seed = 1; // Coyote takes a 32-bit seed
 var filters = new List<string>();
+var skips = new List<string>();
 for (int i = 0; i < args.Length; i++)
 {
     switch (args[i])
@@ -36,8 +38,14 @@ for (int i = 0; i < args.Length; i++)
         case "--seed" when i + 1 < args.Length && ulong.TryParse(args[i + 1], out seed):
             i++;
             break;
+        case "--skip" when i + 1 < args.Length:
+            skips.Add(args[++i]);
+            break;
         case "--iterations" or "--seed":
             Console.Error.WriteLine($"Contend.Coyote: {args[i]} needs a positive number");
+            return 2;
+        case "--skip":
+            Console.Error.WriteLine("Contend.Coyote: --skip needs a name filter");
             return 2;
         default:
             filters.Add(args[i]);
@@ -48,10 +56,11 @@ for (int i = 0; i < args.Length; i++)
 var tests = McsLockTests.All.Concat(TwoPhaseLockingTests.All).Concat(InsertTests.All).Concat(Contend.Coyote.TwoPhaseCommit.TwoPhaseCommitTests.All).Concat(Contend.Coyote.Chiller.ChillerTests.All).Concat(Contend.Coyote.StealDB.StealDbTests.All)
     .Concat(Contend.Coyote.Strife.StrifeTests.All).Concat(Contend.Coyote.Runtime.EngineTests.All).Concat(Contend.Coyote.ReactDB.ReactDbTests.All)
     .Where(t => filters.Count == 0 || filters.Any(f => t.Name.Contains(f, StringComparison.OrdinalIgnoreCase)))
+    .Where(t => !skips.Any(f => t.Name.Contains(f, StringComparison.OrdinalIgnoreCase)))
     .ToList();
 if (tests.Count == 0)
 {
-    Console.Error.WriteLine($"Contend.Coyote: no test matches {string.Join(" ", filters)}");
+    Console.Error.WriteLine($"Contend.Coyote: no test matches {string.Join(" ", filters)}{string.Concat(skips.Select(f => $" --skip {f}"))}");
     return 2;
 }
 
