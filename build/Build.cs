@@ -139,11 +139,12 @@ int Test()
     // liveness checks find the same counterexample every run. One lane's lines carry a tag.
     // Coyote's lane is pinned to one core (LaneCore): a Coyote test hands control from one of its
     // threads to the next through the kernel, and with TLC on either core those hand-overs waited
-    // for it, 2.5-3x the time run alone. TLC stays free: with one core, some of its models ran
+    // for it, 2.5-3x the time run alone. TLC stays free: with one core, one of its models ran
     // 14x slower (docs/measured/CI.md, "Lanes pinned"). ReactDB's Coyote tests run on any core
     // too: the engine's executor threads and the test's own, which Coyote does not control, ran
     // 20-35x slower on one core. Chiller's and ReactDB's P cases run after Coyote, the traces (a Coyote
-    // recording, then TLC) after the TLC models: that balances the two lanes.
+    // recording, then TLC) after the TLC models; at 479d41e the Coyote lane still ended about ten
+    // minutes after the other (docs/measured/CI.md).
     int? coyoteCore = LaneCore();
     var systematic = Task.Run(() =>
     {
