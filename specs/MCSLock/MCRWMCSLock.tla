@@ -24,21 +24,21 @@ MutantReaderBargesPastWriter(p, m) ==
               /\ ghostQ' = Append(ghostQ, p)
               /\ Goto(p, IF tail = Nil THEN "head" ELSE "link")
               /\ UNCHANGED readers
-    /\ UNCHANGED <<next, spin>>
+    /\ UNCHANGED <<next, spin, gone, quit, cur>>
 
 \* A head writer that does not wait for the readers to drain.
 MutantWriterSkipsReaderWait(p) ==
     /\ pc[p] = "head"
     /\ Goto(p, "wcs")
     /\ ghostQ' = Tail(ghostQ)
-    /\ UNCHANGED <<tail, readers, next, spin, pred, kind>>
+    /\ UNCHANGED <<tail, readers, next, spin, pred, kind, gone, quit, cur>>
 
 \* A writer that wakes a reader successor without counting it.
 MutantHandoverUncounted(p) ==
     /\ pc[p] = "handover"
     /\ spin' = [spin EXCEPT ![next[p]] = FALSE]
     /\ Goto(p, "idle")
-    /\ UNCHANGED <<tail, readers, next, pred, kind, ghostQ>>
+    /\ UNCHANGED <<tail, readers, next, pred, kind, ghostQ, gone, quit, cur>>
 
 \* A reader that leaves the queue when its CAS fails, without waiting for
 \* the successor's link: nobody wakes that successor.
@@ -46,5 +46,31 @@ MutantReaderLeavesUnlinked(p) ==
     /\ pc[p] = "passCas"
     /\ IF tail = p THEN tail' = Nil ELSE UNCHANGED tail
     /\ Goto(p, "rcs")
-    /\ UNCHANGED <<readers, next, spin, pred, kind, ghostQ>>
+    /\ UNCHANGED <<readers, next, spin, pred, kind, ghostQ, gone, quit, cur>>
+
+\* Giving up without the CAS: a waiter already woken gives up too.  A reader
+\* woken is counted, and nobody uncounts it.
+MutantGivesUpWoken(p) ==
+    /\ pc[p] = "spin"
+    /\ gone' = gone \cup {p}
+    /\ ghostQ' = SelectSeq(ghostQ, LAMBDA q : q # p)
+    /\ Goto(p, "gone")
+    /\ UNCHANGED <<tail, readers, next, spin, pred, kind, quit, cur>>
+
+\* A wake that stores instead of its CAS: a gone context is woken as if
+\* waiting, and nobody takes it out of the queue.
+MutantWakeStores(p) ==
+    /\ pc[p] = "handover"
+    /\ spin' = [spin EXCEPT ![next[p]] = FALSE]
+    /\ readers' = IF kind[next[p]] = "R" THEN readers + 1 ELSE readers
+    /\ Goto(p, "idle")
+    /\ UNCHANGED <<tail, next, pred, kind, gone, quit, cur, ghostQ>>
+
+\* The gone context let go before its successor is read: its owner may
+\* queue it again in between, and the release reads the new queue's link.
+MutantLetGoBeforeRead(p) ==
+    /\ pc[p] = "skip"
+    /\ gone' = gone \ {cur[p]}
+    /\ Goto(p, IF next[cur[p]] = Nil THEN "skipCas" ELSE "skipOn")
+    /\ UNCHANGED <<tail, readers, next, spin, pred, kind, quit, cur, ghostQ>>
 =============================================================================

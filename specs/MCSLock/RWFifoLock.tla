@@ -6,7 +6,7 @@
 (* admitted together; a writer at the head waits until nobody holds.  A   *)
 (* reader that arrives behind a queued writer waits for it.  This is the  *)
 (* lock RWMCSLock.tla refines (issue 37: "readers admitted together, FIFO *)
-(* otherwise").                                                           *)
+(* otherwise").  A queued request may be given up (Cancel).               *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences
 CONSTANTS
@@ -58,13 +58,20 @@ Acquire(p) ==
     /\ queue' = Tail(queue)
     /\ UNCHANGED mode
 
+\* A queued request given up (a waiter chosen to abort, or one past its
+\* wait threshold): it leaves the queue without ever holding.
+Cancel(p) ==
+    /\ InQueue(p)
+    /\ queue' = SelectSeq(queue, LAMBDA q : q # p)
+    /\ UNCHANGED <<holders, mode>>
+
 Release(p) ==
     /\ p \in holders
     /\ holders' = holders \ {p}
     /\ UNCHANGED <<queue, mode>>
 
 Next == \E p \in Proc : \/ \E m \in Modes : Request(p, m)
-                        \/ RequestGranted(p) \/ Acquire(p) \/ Release(p)
+                        \/ RequestGranted(p) \/ Acquire(p) \/ Cancel(p) \/ Release(p)
 
 Spec == Init /\ [][Next]_vars
 =============================================================================

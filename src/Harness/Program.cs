@@ -26,12 +26,13 @@ var knobs = new WorkloadKnobs();
 var batch = new Option<int>("--batch") { Description = "Strife: transactions per batch", DefaultValueFactory = _ => 1000 };
 var alpha = new Option<double>("--alpha") { Description = "Strife: merge's alpha in (0, 1]", DefaultValueFactory = _ => 0.2 };
 var noOverlap = new Option<bool>("--no-overlap") { Description = "Strife: analyse the next batch only once the current one is done" };
+var giveUpNodes = new Option<bool>("--give-up-nodes") { Description = "Mcs: an aborting transaction gives its queued lock request up instead of waiting for it to be woken (McsOptions.GiveUpQueuedNodes)" };
 var waitThreshold = new Option<int>("--wait-threshold") { Description = "Mcs and the StealDB family: idle rounds of a lock wait before it aborts (the deadlock detector's last resort)", DefaultValueFactory = _ => new StealDbOptions().WaitThreshold };
 var maxNesting = new Option<int>("--max-nesting") { Description = "StealDB family: how deep stolen ops may nest (0: waiters only wait)", DefaultValueFactory = _ => new StealDbOptions().MaxNesting };
 var deployment = new Option<string>("--deployment") { Description = "ReactDB: sync (one container, an executor per thread) or async (a container per store section)", DefaultValueFactory = _ => "async" };
 var callers = new Option<int>("--callers") { Description = "run through ContendEngine.ExecuteAsync, a service's front door, with this many async callers (0: the worker pool)", DefaultValueFactory = _ => 0 };
 
-var run = new Command("run", "run one protocol on one workload and print a summary") { protocol, workloadName, threads, seconds, warmup, check, output, seed, noPin, batch, alpha, noOverlap, waitThreshold, maxNesting, callers, deployment };
+var run = new Command("run", "run one protocol on one workload and print a summary") { protocol, workloadName, threads, seconds, warmup, check, output, seed, noPin, batch, alpha, noOverlap, waitThreshold, giveUpNodes, maxNesting, callers, deployment };
 knobs.AddTo(run);
 run.SetAction(parse =>
 {
@@ -46,13 +47,14 @@ run.SetAction(parse =>
     var optionsType = ProtocolRegistry.TryFind(name, out var descriptor) ? descriptor.OptionsType : null;
     foreach (var (owners, family, group) in new (Type[], string, Option[])[] { ([typeof(StrifeOptions)], "Strife", [batch, alpha, noOverlap]),
                                                                                ([typeof(StealDbOptions), typeof(McsOptions)], "queue-lock (Mcs and the StealDB family)", [waitThreshold]),
-                                                                               ([typeof(StealDbOptions)], "StealDB family", [maxNesting]) })
+                                                                               ([typeof(StealDbOptions)], "StealDB family", [maxNesting]),
+                                                                               ([typeof(McsOptions)], "Mcs", [giveUpNodes]) })
         foreach (var knob in group)
             if (!owners.Contains(optionsType) && parse.GetResult(knob) is { Implicit: false })
                 throw new UsageException($"{knob.Name} is a {family} knob; this run's protocol is {name}");
     ProtocolOptions? protocolOptions = optionsType == typeof(StrifeOptions) ? new StrifeOptions(BatchSize: parse.GetValue(batch), Alpha: parse.GetValue(alpha), Overlap: !parse.GetValue(noOverlap))
                             : optionsType == typeof(StealDbOptions) ? new StealDbOptions(parse.GetValue(waitThreshold), parse.GetValue(maxNesting))
-                            : optionsType == typeof(McsOptions) ? parse.GetResult(waitThreshold) is { Implicit: false } ? new McsOptions(parse.GetValue(waitThreshold)) : new McsOptions()
+                            : optionsType == typeof(McsOptions) ? new McsOptions(parse.GetResult(waitThreshold) is { Implicit: false } ? parse.GetValue(waitThreshold) : new McsOptions().WaitThreshold, parse.GetValue(giveUpNodes))
                             : null;
     protocolOptions?.Validate(options.Threads); // bad knobs fail here, before any load
     RunRow row;

@@ -1,6 +1,7 @@
 using Contend.Engine.Protocols;
 using Contend.Engine.Protocols.TwoPhaseLocking;
 using Contend.Engine.Runtime;
+using Microsoft.Coyote.Random;
 using Microsoft.Coyote.Specifications;
 
 namespace Contend.Coyote;
@@ -24,7 +25,102 @@ public static class McsLockTests
         new("McsLockReaderWriter", () => RunReaderWriter(readerBarges: false)),
         // RWMCSLock.tla MutantReaderBargesPastWriter.
         new("McsLockTwinReaderBarges", () => RunReaderWriter(readerBarges: true), CaughtBy: "FIFO"),
+        new("McsLockGiveUp", () => RunGivingUp(TwoPhaseLockingMutants.None)),
+        // RWMCSLock.tla's mutants of giving up, each its twin here.
+        new("McsLockTwinGivesUpWoken", () => RunGivingUp(TwoPhaseLockingMutants.McsGivesUpWoken), CaughtBy: CoyoteSuite.StepsBound),
+        new("McsLockTwinWakeStores", () => RunGivingUp(TwoPhaseLockingMutants.McsWakeStores), CaughtBy: CoyoteSuite.StepsBound),
+        new("McsLockTwinLetGoBeforeRead", () => RunGivingUp(TwoPhaseLockingMutants.McsLetGoBeforeRead), CaughtBy: CoyoteSuite.StepsBound),
     ];
+
+    /// <summary>
+    /// The reader-writer form with giving up (RWMCSLock.tla GiveUp, HeadGivesUp, Reclaim): the
+    /// threads of <see cref="RunReaderWriter"/>, each wait of which Coyote may end by giving the
+    /// node up. A node given up (<see cref="McsLock.TryAbandon"/> true) is queued again only once
+    /// its waker has let it go, as the spec's processes (one node each, so that a node is reused
+    /// as soon as the lock allows); one whose give-up came too late was woken, and its thread
+    /// leaves as a holder (a reader) or a head writer does. Checked on every schedule: a writer
+    /// holds alone, a reader is not admitted past a writer still queued before it, everyone gets
+    /// through within the steps bound, and at the end the word is free and no node is given up.
+    /// </summary>
+    static async Task RunGivingUp(TwoPhaseLockingMutants mutants)
+    {
+        MutantFlag Flag(TwoPhaseLockingMutants m) => new(mutants, m);
+        var mcs = new McsLock(Threads, default, default, givingUp: true, Flag(TwoPhaseLockingMutants.McsGivesUpWoken),
+                              Flag(TwoPhaseLockingMutants.McsWakeStores), Flag(TwoPhaseLockingMutants.McsLetGoBeforeRead));
+        var choices = Generator.Create();
+        var word = new long[1];
+        var readers = new int[1];
+        var writers = new int[1];
+        var writerQueued = new int[1];
+        var workers = Enumerable.Range(0, Threads).Select(node => Task.Run(() =>
+        {
+            bool reader = node != 1;
+            for (int round = 0; round < Rounds; round++)
+            {
+                var wait = new SpinWait();
+                if (reader)
+                {
+                    int writerAhead = Volatile.Read(ref writerQueued[0]);
+                    bool held = mcs.TryLockShared(ref word[0], node, key: 0), gaveUp = false;
+                    while (!held && !(held = mcs.CheckAcquiredShared(ref word[0], node)))
+                    {
+                        if (choices.NextBoolean())
+                        {
+                            if (gaveUp = mcs.TryAbandon(node)) break;
+                            held = mcs.CheckAcquiredShared(ref word[0], node); // woken first: it holds
+                            Specification.Assert(held, $"reader {node}: a give-up that lost to the wake found the node not woken");
+                        }
+                        Spin.Once(ref wait);
+                    }
+                    if (gaveUp)
+                    {
+                        while (mcs.IsAbandoned(node)) Spin.Once(ref wait); // Reclaim
+                        continue;
+                    }
+                    Specification.Assert(writerAhead == 0 || Volatile.Read(ref writerQueued[0]) != writerAhead,
+                        $"FIFO order: reader {node} was admitted while the writer queued before it still waited");
+                    Interlocked.Increment(ref readers[0]);
+                    Specification.Assert(Volatile.Read(ref writers[0]) == 0, $"mutual exclusion: reader {node} entered while the writer held the lock");
+                    Interlocked.Decrement(ref readers[0]);
+                    mcs.UnlockShared(ref word[0], node);
+                }
+                else
+                {
+                    bool gaveUp = false;
+                    if (!mcs.TryLockExclusive(ref word[0], node, key: 0))
+                    {
+                        Volatile.Write(ref writerQueued[0], round + 1);
+                        while (!mcs.CheckAcquiredExclusive(ref word[0], node))
+                        {
+                            if (choices.NextBoolean())
+                            {
+                                gaveUp = true;
+                                break;
+                            }
+                            Spin.Once(ref wait);
+                        }
+                        Volatile.Write(ref writerQueued[0], 0);
+                    }
+                    if (gaveUp)
+                    {
+                        if (mcs.TryAbandon(node))
+                            while (mcs.IsAbandoned(node)) Spin.Once(ref wait); // Reclaim
+                        else
+                            mcs.UnlockExclusive(ref word[0], node); // HeadGivesUp: leaves, never having held
+                        continue;
+                    }
+                    Interlocked.Increment(ref writers[0]);
+                    Specification.Assert(Volatile.Read(ref readers[0]) == 0, $"mutual exclusion: the writer entered while {Volatile.Read(ref readers[0])} readers held the lock");
+                    Interlocked.Decrement(ref writers[0]);
+                    mcs.UnlockExclusive(ref word[0], node);
+                }
+            }
+        })).ToArray();
+        await Task.WhenAll(workers);
+        Specification.Assert(Volatile.Read(ref word[0]) == 0, $"the lock is not free after every thread released it: word {Volatile.Read(ref word[0]):x}");
+        for (int node = 0; node < Threads; node++)
+            Specification.Assert(!mcs.IsAbandoned(node), $"node {node} is still given up after every thread ended: nobody took it out of the queue");
+    }
 
     /// <summary>
     /// The reader-writer form (RWMCSLock.tla): readers on nodes 0 and 2, a writer on node 1, each

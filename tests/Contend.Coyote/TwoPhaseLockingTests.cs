@@ -28,8 +28,10 @@ public static class TwoPhaseLockingTests
         new("WaitDie", () => Run("WaitDie", TwoPhaseLockingMutants.None)),
         new("WaitDieTwinYoungerWaits", () => Run("WaitDie", TwoPhaseLockingMutants.WaitDieYoungerWaits), CaughtBy: CoyoteSuite.StepsBound),
         new("McsDetect", () => Run("Mcs", TwoPhaseLockingMutants.None), Iterations: 2_500),
+        new("McsDetectGivingUp", () => Run("Mcs", TwoPhaseLockingMutants.None, new McsOptions(GiveUpQueuedNodes: true)), Iterations: 2_500),
         new("McsTwinNoDetection", () => Run("Mcs", TwoPhaseLockingMutants.McsNoDetection), CaughtBy: CoyoteSuite.StepsBound),
         new("McsDetectThroughReaders", () => RunReadersCycle(TwoPhaseLockingMutants.None), Iterations: 2_500),
+        new("McsDetectThroughReadersGivingUp", () => RunReadersCycle(TwoPhaseLockingMutants.None, new McsOptions(GiveUpQueuedNodes: true)), Iterations: 2_500),
         new("McsTwinDetectorIgnoresReaders", () => RunReadersCycle(TwoPhaseLockingMutants.McsDetectorIgnoresReaders), CaughtBy: CoyoteSuite.StepsBound),
     ];
 
@@ -37,7 +39,7 @@ public static class TwoPhaseLockingTests
     /// the other, so that each writer waits at the head of its queue for the other's share, a
     /// cycle through shared holds only. Every transaction must commit within the steps bound
     /// (the detector must see a writer's wait for readers) and the history be serializable.</summary>
-    static async Task RunReadersCycle(TwoPhaseLockingMutants mutants)
+    static async Task RunReadersCycle(TwoPhaseLockingMutants mutants, McsOptions? options = null)
     {
         using var db = new Database();
         var table = db.Create("account", sizeof(long), 2);
@@ -47,7 +49,7 @@ public static class TwoPhaseLockingTests
             .Write("write", "account", KeySource.FromArg(1), (row, a, r) => Add(row, 1))
             .Build();
         var recorder = new HistoryRecorder(2);
-        var protocol = (ITransactionProtocol)ProtocolRegistry.Create("Mcs", new ProtocolSetup(db, 2) { Mutants = mutants });
+        var protocol = (ITransactionProtocol)ProtocolRegistry.Create("Mcs", new ProtocolSetup(db, 2) { Mutants = mutants, Options = options });
         var timestamps = new long[1];
         Task Start(int worker, params long[] args) => Task.Run(() =>
         {
@@ -64,7 +66,7 @@ public static class TwoPhaseLockingTests
         Specification.Assert(total == 2, $"Mcs: the rows sum to {total}, not 2: a write was lost or doubled");
     }
 
-    static async Task Run(string protocolName, TwoPhaseLockingMutants mutants)
+    static async Task Run(string protocolName, TwoPhaseLockingMutants mutants, ProtocolOptions? options = null)
     {
         using var db = new Database();
         var table = db.Create("account", sizeof(long), Rows);
@@ -78,7 +80,7 @@ public static class TwoPhaseLockingTests
         var auditProgram = audit.Build();
 
         var recorder = new HistoryRecorder(3);
-        var protocol = (ITransactionProtocol)ProtocolRegistry.Create(protocolName, new ProtocolSetup(db, 3) { Mutants = mutants });
+        var protocol = (ITransactionProtocol)ProtocolRegistry.Create(protocolName, new ProtocolSetup(db, 3) { Mutants = mutants, Options = options });
         var timestamps = new long[1];
         var auditSum = new long[1];
 

@@ -42,6 +42,7 @@ public class CommandLineTests
     [InlineData("--warehouses is a tpcc knob; this run's workload is stealdb", "run", "--protocol", "StealDB", "--workload", "stealdb", "--warehouses", "4")]
     [InlineData("--batch is a Strife knob; this run's protocol is WaitDie", "run", "--protocol", "WaitDie", "--batch", "100")]
     [InlineData("--max-nesting is a StealDB family knob; this run's protocol is Mcs", "run", "--protocol", "Mcs", "--max-nesting", "2")]
+    [InlineData("--give-up-nodes is a Mcs knob; this run's protocol is StealDB", "run", "--protocol", "StealDB", "--give-up-nodes")]
     [InlineData("StealDB wait threshold 0: must be 1 or more idle rounds", "run", "--protocol", "StealDBNoSteal", "--wait-threshold", "0")]
     [InlineData("StealDB nesting bound 65: must be 0..64", "run", "--protocol", "StealDB", "--max-nesting", "65")]
     [InlineData("Mcs wait threshold 0: must be 1 or more rounds", "run", "--protocol", "Mcs", "--wait-threshold", "0")]
@@ -97,6 +98,23 @@ public class CommandLineTests
         }
         long atOne = Timeouts("--wait-threshold", "1"), atDefault = Timeouts();
         Assert.True(atOne > 10 * (atDefault + 10), $"WaitTimeout aborts: {atOne} at one round, {atDefault} at the default");
+    }
+
+    /// <summary>Mcs giving up queued nodes, with four workers on the hot set and a wait threshold
+    /// of one round, so that nearly every wait ends in a give-up: transactions commit and the
+    /// checked history has no anomaly.</summary>
+    [Fact]
+    public void McsGivingUpNodesKeepsTheHistorySerializable()
+    {
+        var (code, output, err) = Contend(["run", "--protocol", "Mcs", "--rows", "16", "--requests", "8", "--theta", "0.9", "--threads", "4",
+                                           "--seconds", "0.3", "--warmup", "0", "--no-pin", "--check", "--give-up-nodes", "--wait-threshold", "1"]);
+        Assert.True(code == 0, err + output);
+        var line = output.Split('\n').Single(l => l.StartsWith("Mcs ", StringComparison.Ordinal));
+        var cells = line.Split(' ', StringSplitOptions.RemoveEmptyEntries);
+        Assert.True(double.Parse(cells[1], NumberStyles.Number, CultureInfo.InvariantCulture) > 0, line);
+        Assert.True(int.Parse(cells[6], NumberStyles.Number, CultureInfo.InvariantCulture) > 0, line); // history entries checked
+        Assert.Equal("0", cells[7]); // anomalies
+        Assert.Contains("WaitTimeout", line);
     }
 
     /// <summary>A ReactDB run that exited 0 and printed its row with commits, history entries

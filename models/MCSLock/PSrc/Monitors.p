@@ -21,10 +21,13 @@ spec Exclusion observes eEnteredFree, eGranted, eReleased {
 
 // RWFifoRefinementProp: only the head of the queue (in swap order) is granted, and a reader
 // enters without queuing only when nobody is queued.
-spec FifoOrder observes eQueued, eEnteredFree, eGranted {
+spec FifoOrder observes eQueued, eEnteredFree, eGranted, eGaveUp, eQuit {
   var queue: seq[int];
   start state Watching {
     on eQueued do (q: (id: int, reader: bool)) { queue += (sizeof(queue), q.id); }
+    // Cancel: a request given up leaves the queue wherever it is.
+    on eGaveUp do (id: int) { Cancel(id); }
+    on eQuit do (id: int) { Cancel(id); }
     on eEnteredFree do (id: int) {
       assert sizeof(queue) == 0, format("RWFifoRefinementProp: reader {0} was admitted while process {1} was queued", id, queue[0]);
     }
@@ -33,10 +36,14 @@ spec FifoOrder observes eQueued, eEnteredFree, eGranted {
       queue -= (0);
     }
   }
+  fun Cancel(id: int) {
+    var i: int;
+    while (i < sizeof(queue)) { if (queue[i] == id) { queue -= (i); return; } i = i + 1; }
+  }
 }
 
-// StarvationFreedomProp: every request is eventually granted.
-spec Progress observes eRequested, eEnteredFree, eGranted {
+// StarvationFreedomProp: every request is eventually granted, or given up.
+spec Progress observes eRequested, eEnteredFree, eGranted, eGaveUp, eQuit {
   var waiting: set[int];
   start cold state Idle {
     on eRequested do (r: (id: int, reader: bool)) { waiting += (r.id); goto Waiting; }
@@ -45,10 +52,25 @@ spec Progress observes eRequested, eEnteredFree, eGranted {
     on eRequested do (r: (id: int, reader: bool)) { waiting += (r.id); }
     on eEnteredFree do (id: int) { Served(id); }
     on eGranted do (g: (id: int, reader: bool)) { Served(g.id); }
+    on eGaveUp do (id: int) { Served(id); }
+    on eQuit do (id: int) { Served(id); }
   }
   fun Served(id: int) {
     waiting -= (id);
     if (sizeof(waiting) == 0) { goto Idle; }
+  }
+}
+
+// GoneReclaimedProp: a context given up is eventually taken out of the queue and let go.
+spec Reclaimed observes eGaveUp, eLetGo {
+  var gone: set[int];
+  start cold state Idle {
+    on eGaveUp do (id: int) { gone += (id); goto Gone; }
+    ignore eLetGo;
+  }
+  hot state Gone {
+    on eGaveUp do (id: int) { gone += (id); }
+    on eLetGo do (id: int) { gone -= (id); if (sizeof(gone) == 0) { goto Idle; } }
   }
 }
 

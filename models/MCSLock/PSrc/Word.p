@@ -4,7 +4,8 @@
 // atomic and interleave as the spec's actions do.
 
 // Broken steps, one per mutant of specs/MCSLock/MCRWMCSLock.tla.
-type Mutants = (readerBarges: bool, skipReaderWait: bool, uncounted: bool, leavesUnlinked: bool);
+type Mutants = (readerBarges: bool, skipReaderWait: bool, uncounted: bool, leavesUnlinked: bool,
+                givesUpWoken: bool, wakeStores: bool, letGoBeforeRead: bool);
 
 event eInitContext: (p: Proc, id: int);
 event eSwap: (p: Proc, id: int, reader: bool);
@@ -14,10 +15,12 @@ event eReadSpin: (p: Proc, id: int);
 event eReadReaders: (p: Proc, id: int);
 event eReadNext: (p: Proc, id: int);
 event eRead: int;
-event eLeaveCas: (p: Proc, id: int, reader: bool);
+event eLeaveCas: (p: Proc, id: int, reader: bool, skip: bool);
 event eLeft: bool;
-event eWake: (p: Proc, id: int, reader: bool);
+event eWake: (p: Proc, id: int, succ: int, reader: bool, skip: bool);
 event eReaderRelease: (p: Proc, id: int);
+event eGiveUp: (p: Proc, id: int);
+event eReadGone: (p: Proc, id: int);
 event eDone;
 
 // Announced for the monitors.
@@ -26,6 +29,9 @@ event eQueued: (id: int, reader: bool);
 event eEnteredFree: int;
 event eGranted: (id: int, reader: bool);
 event eReleased: int;
+event eGaveUp: int;    // a waiter gave up (GiveUp): its context is gone
+event eQuit: int;      // a head writer gave up (HeadGivesUp): it leaves, never having held
+event eLetGo: int;     // a gone context taken out of the queue, back to its owner
 
 machine Word {
   var mutants: Mutants;
@@ -34,13 +40,16 @@ machine Word {
   var next: map[int, int];    // -1: none
   var spin: map[int, bool];
   var kind: map[int, bool];   // true: a reader's context
+  var gone: map[int, bool];   // given up, still queued, for its waker to take out
 
   start state Serve {
     entry (m: Mutants) { mutants = m; tail = -1; }
 
     on eInitContext do (r: (p: Proc, id: int)) {
+      assert !(r.id in gone) || !gone[r.id], format("context {0} queued again while still gone", r.id);
       next[r.id] = -1;
       spin[r.id] = true;
+      gone[r.id] = false;
       send r.p, eDone;
     }
 
@@ -81,26 +90,48 @@ machine Word {
 
     on eReadNext do (r: (p: Proc, id: int)) { send r.p, eRead, next[r.id]; }
 
-    // ReaderLeaveCas / WriterReleaseCas: clear the tail if it is still ours.
-    on eLeaveCas do (r: (p: Proc, id: int, reader: bool)) {
+    // ReaderLeaveCas / WriterReleaseCas, and SkipCas (r.skip: r.id is a gone context the
+    // sender takes out of the queue): clear the tail if it is still r.id, letting a gone one go.
+    on eLeaveCas do (r: (p: Proc, id: int, reader: bool, skip: bool)) {
       if (tail == r.id) {
         tail = -1;
-        if (!r.reader) { announce eReleased, r.id; }
+        if (r.skip) { LetGo(r.id); } else if (!r.reader) { announce eReleased, r.id; }
         send r.p, eLeft, true;
       } else {
-        send r.p, eLeft, mutants.leavesUnlinked && r.reader;
+        send r.p, eLeft, mutants.leavesUnlinked && r.reader && !r.skip;
       }
     }
 
-    // ReaderPassOn / WriterHandover: a reader successor is counted before its flag clears.
-    on eWake do (r: (p: Proc, id: int, reader: bool)) {
+    // ReaderPassOn / WriterHandover, and SkipOn with SkipWake (r.skip: the gone context r.id
+    // is let go, its successor r.succ read before): the successor s is woken by a CAS on its
+    // flag, a reader counted before its flag clears. If s is gone the CAS fails and the answer
+    // names s, which the sender takes out of the queue next; else -1.
+    on eWake do (r: (p: Proc, id: int, succ: int, reader: bool, skip: bool)) {
       var s: int;
-      s = next[r.id];
+      s = r.succ;
+      if (r.skip) { LetGo(r.id); } else if (!r.reader) { announce eReleased, r.id; }
+      if (gone[s] && !mutants.wakeStores) {
+        if (mutants.letGoBeforeRead) { LetGo(s); }
+        send r.p, eRead, s;
+        return;
+      }
       if (kind[s] && !(mutants.uncounted && !r.reader)) { readers = readers + 1; }
       spin[s] = false;
-      if (!r.reader) { announce eReleased, r.id; }
-      send r.p, eDone;
+      send r.p, eRead, -1;
     }
+
+    // GiveUp: a CAS on the waiter's own flag, which fails once it was woken.
+    on eGiveUp do (r: (p: Proc, id: int)) {
+      if (spin[r.id] || mutants.givesUpWoken) {
+        gone[r.id] = true;
+        announce eGaveUp, r.id;
+        send r.p, eRead, 1;
+        return;
+      }
+      send r.p, eRead, 0;
+    }
+
+    on eReadGone do (r: (p: Proc, id: int)) { if (gone[r.id]) { send r.p, eRead, 1; } else { send r.p, eRead, 0; } }
 
     on eReaderRelease do (r: (p: Proc, id: int)) {
       readers = readers - 1;
@@ -108,5 +139,11 @@ machine Word {
       announce eReleased, r.id;
       send r.p, eDone;
     }
+  }
+
+  fun LetGo(id: int) {
+    if (!gone[id]) { return; }
+    gone[id] = false;
+    announce eLetGo, id;
   }
 }

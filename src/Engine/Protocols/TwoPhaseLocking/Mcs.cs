@@ -8,13 +8,19 @@ namespace Contend.Engine.Protocols.TwoPhaseLocking;
 /// A read takes its row shared and a write exclusive; readers queued one after another are
 /// admitted together, otherwise the queue is FIFO. A waiter looks for a deadlock through itself
 /// every few rounds (<see cref="QueueDeadlockDetector"/>); the youngest waiter of a deadlock
-/// aborts its transaction. Its node cannot leave the queue (StealDBMutantTimeoutCancels shows an
-/// abortable queue breaks mutual exclusion), so it stays queued as "abandoned": the aborting
-/// transaction first releases every lock it holds, then waits for its abandoned node to be woken
-/// and lets it go at once (proofs/StealDB.md, C2): a writer's never held, so it wakes the node
-/// behind it without waiting for readers, and a reader's, counted by whoever woke it, leaves the
-/// queue and uncounts itself. That wait ends: the nodes ahead are held by transactions that
-/// finish or abort in turn, and the aborter holds nothing. A wait past
+/// aborts its transaction. It releases every lock it holds; its node cannot leave the queue
+/// (StealDBMutantTimeoutCancels shows an unlinked node breaks mutual exclusion), so it stays
+/// queued as "abandoned". By default the aborter then waits for that node to be woken and lets
+/// it go at once (proofs/StealDB.md, C2): a writer's never held, so it wakes the node behind it
+/// without waiting for readers, and a reader's, counted by whoever woke it, leaves the queue and
+/// uncounts itself. That wait ends: the nodes ahead are held by transactions that finish or
+/// abort in turn, and the aborter holds nothing. With <see cref="McsOptions.GiveUpQueuedNodes"/>
+/// it gives the node up instead (<see cref="McsLock.TryAbandon"/>, RWMCSLock.tla GiveUp), and
+/// whoever would have woken it takes it out of the queue, so the aborter waits for nobody; each
+/// access then has two nodes and queues the other while one is given up (only if that one is
+/// given up too and not yet taken out does the aborter wait, holding nothing). A node woken
+/// before its give-up is released as above. The StealDB family has no such option: its waiters
+/// also enter when their predecessor's transaction ended (proofs/StealDB.md section 5.1). A wait past
 /// <see cref="McsOptions.WaitThreshold"/> rounds aborts too, as the last resort the issue asks to keep.
 /// </summary>
 /// <remarks>
@@ -41,22 +47,42 @@ internal sealed class Mcs : LockingProtocol
     public Mcs(ProtocolSetup setup, McsOptions options) : base(setup)
     {
         _waitThreshold = options.WaitThreshold;
+        _givingUp = options.GiveUpQueuedNodes;
+        _nodesPerAccess = _givingUp ? 2 : 1;
         _noDetection = new(setup.Mutants, TwoPhaseLockingMutants.McsNoDetection);
-        _lock = new(setup.Workers * TxnContext.MaxOps, default, new MutantFlag(setup.Mutants, TwoPhaseLockingMutants.McsReaderBarges));
-        _detector = new(_lock, setup.Workers, frames: 1, TxnContext.MaxOps,
+        _lock = new(setup.Workers * TxnContext.MaxOps * _nodesPerAccess, default, new MutantFlag(setup.Mutants, TwoPhaseLockingMutants.McsReaderBarges), _givingUp);
+        _detector = new(_lock, setup.Workers, frames: 1, TxnContext.MaxOps * _nodesPerAccess,
                         ignoresReaders: new MutantFlag(setup.Mutants, TwoPhaseLockingMutants.McsDetectorIgnoresReaders));
     }
 
     public override string Name => TwoPhaseLockingProtocols.Mcs.Name;
 
-    static int Node(TxnContext ctx, int access) => ctx.Worker * TxnContext.MaxOps + access;
+    /// <summary><see cref="McsOptions.GiveUpQueuedNodes"/>.</summary>
+    readonly bool _givingUp;
+    /// <summary>Queue nodes per access: giving up, two (one given up is its waker's until let go,
+    /// and the access queues the other meanwhile); else one.</summary>
+    readonly int _nodesPerAccess;
+
+    int Node(TxnContext ctx, LockingState state, int access)
+    {
+        int first = ctx.Worker * TxnContext.MaxOps + access;
+        return _givingUp ? first * 2 + ((McsState)state).Turn[access] : first;
+    }
+
+    sealed class McsState : LockingState
+    {
+        /// <summary>Per access, which of its two nodes it queues next.</summary>
+        public readonly byte[] Turn = new byte[TxnContext.MaxOps];
+    }
+
+    private protected override LockingState NewState() => _givingUp ? new McsState() : new LockingState();
 
     private protected override bool Lock(TxnContext ctx, LockingState state, Table table, int access, bool exclusive, out AbortReason reason)
     {
         reason = AbortReason.None;
         byte held = state.Mode[access];
         if (held == Exclusive || held == Shared && !exclusive) return true;
-        int node = Node(ctx, access), row = ctx.AccRow[access];
+        int node = Node(ctx, state, access), row = ctx.AccRow[access];
         ref long word = ref table.Word(row);
         long key = ((long)table.Id << 32) | (uint)row;
         if (held == Shared)
@@ -65,7 +91,7 @@ internal sealed class Mcs : LockingProtocol
             _lock.UnlockShared(ref word, node);
             state.Mode[access] = None;
         }
-        _detector.Uses(ctx.Worker, access + 1);
+        _detector.Uses(ctx.Worker, (access + 1) * _nodesPerAccess);
         bool granted = exclusive ? _lock.TryLockExclusive(ref word, node, key) : _lock.TryLockShared(ref word, node, key);
         if (!granted)
         {
@@ -118,23 +144,36 @@ internal sealed class Mcs : LockingProtocol
         for (int i = 0; i < ctx.AccessCount; i++)
         {
             byte mode = state.Mode[i];
-            if (mode == Exclusive) _lock.UnlockExclusive(ref Db[ctx.AccTable[i]].Word(ctx.AccRow[i]), Node(ctx, i));
-            else if (mode == Shared) _lock.UnlockShared(ref Db[ctx.AccTable[i]].Word(ctx.AccRow[i]), Node(ctx, i));
+            if (mode == Exclusive) _lock.UnlockExclusive(ref Db[ctx.AccTable[i]].Word(ctx.AccRow[i]), Node(ctx, state, i));
+            else if (mode == Shared) _lock.UnlockShared(ref Db[ctx.AccTable[i]].Word(ctx.AccRow[i]), Node(ctx, state, i));
             else if (mode is AbandonedShared or AbandonedExclusive) abandoned = i;
             if (mode is not (AbandonedShared or AbandonedExclusive)) state.Mode[i] = None;
         }
         if (abandoned < 0) return; // an attempt waits on at most one lock at a time: its last
         ref long word = ref Db[ctx.AccTable[abandoned]].Word(ctx.AccRow[abandoned]);
-        int node = Node(ctx, abandoned);
-        var wait = new SpinWait();
-        if (state.Mode[abandoned] == AbandonedShared)
+        int node = Node(ctx, state, abandoned);
+        if (_givingUp && _lock.TryAbandon(node))
         {
-            while (!_lock.CheckAcquiredShared(ref word, node)) Spin.Once(ref wait); // woken, counted, out of the queue
+            // Its waker's now. The access queues its other node next, once that one is back.
+            var mcs = (McsState)state;
+            mcs.Turn[abandoned] ^= 1;
+            int other = Node(ctx, state, abandoned);
+            var wait = new SpinWait();
+            while (_lock.IsAbandoned(other)) Spin.Once(ref wait);
+        }
+        else if (state.Mode[abandoned] == AbandonedShared)
+        {
+            // Woken (first, if giving up): counted; it leaves the queue, then uncounts itself.
+            var wait = new SpinWait();
+            while (!_lock.CheckAcquiredShared(ref word, node)) Spin.Once(ref wait);
             _lock.UnlockShared(ref word, node);
         }
         else
         {
-            while (!_lock.CheckAcquired(node)) Spin.Once(ref wait); // woken: the head; it never held, so it leaves without waiting for readers
+            // Woken (first, if giving up): the head (HeadGivesUp). It never held, so it leaves
+            // without waiting for readers.
+            var wait = new SpinWait();
+            while (!_lock.CheckAcquired(node)) Spin.Once(ref wait);
             _lock.UnlockExclusive(ref word, node);
         }
         state.Mode[abandoned] = None;

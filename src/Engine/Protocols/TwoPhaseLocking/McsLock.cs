@@ -17,7 +17,8 @@ namespace Contend.Engine.Protocols.TwoPhaseLocking;
 ///                 [ readers holding      | tail node id + 1  ]   0 | 0: free, no queue
 ///                 (readers: the reader-writer form only; the exclusive form's swap keeps it 0)
 ///   queue node    long[8]: [0] next node id + 1 (0: none), bit 32 set if that node is a
-///                          reader's (its waker counts it without reading its line), [1] spin flag (1: wait),
+///                          reader's (its waker counts it without reading its line), [1] spin flag
+///                          (1: wait, 0: woken, 2: given up, 3: let go by its waker: TryAbandon),
 ///                          [2] ahead: the node queued ahead, for the deadlock detector,
 ///                          [3] padding, [4] the lock's key + 1 while the node's reader
 ///                          holds (0 otherwise), [5] the lock's key + 1, [6] 1: a writer not yet
@@ -25,26 +26,37 @@ namespace Contend.Engine.Protocols.TwoPhaseLocking;
 /// </code>
 /// Words [2] and [4]-[6] are only for <see cref="QueueDeadlockDetector"/>, which reads them racily. A
 /// node belongs to one (worker, access) pair and is reused only after the access released it,
-/// which MutantInitKeepsNext shows must start by clearing next.
+/// which MutantInitKeepsNext shows must start by clearing next, or after its waker let it go.
 /// </summary>
 internal sealed class McsLock
 {
     const int NodeLongs = 8, Next = 0, SpinFlag = 1, Ahead = 2, HeldKey = 4, Key = 5, WriterWaits = 6;
     const long OneReader = 1L << 32, TailMask = uint.MaxValue, ReaderLink = 1L << 32;
+    /// <summary>Values of a node's spin flag.</summary>
+    const long Granted = 0, Waiting = 1, Abandoned = 2, Released = 3;
 
     /// <summary>Values of a node's ahead word besides a node id + 1.</summary>
     public const long AheadUnknown = 0, AheadNone = -1;
 
     readonly long[] _nodes;
-    readonly MutantFlag _releaseClearsTail, _readerBarges;
+    /// <summary>Whether a node may be given up (<see cref="TryAbandon"/>): then a wake is a CAS.</summary>
+    readonly bool _givingUp;
+    readonly MutantFlag _releaseClearsTail, _readerBarges, _givesUpWoken, _wakeStores, _letGoBeforeRead;
 
     public McsLock(int nodes) : this(nodes, default, default) { }
 
-    internal McsLock(int nodes, MutantFlag releaseClearsTail, MutantFlag readerBarges = default)
+    /// <param name="givingUp">whether waiters may give their nodes up (<see cref="TryAbandon"/>);
+    /// if not, a wake is a plain store, one interlocked instruction fewer per hand-over</param>
+    internal McsLock(int nodes, MutantFlag releaseClearsTail, MutantFlag readerBarges = default, bool givingUp = false,
+                     MutantFlag givesUpWoken = default, MutantFlag wakeStores = default, MutantFlag letGoBeforeRead = default)
     {
         _nodes = new long[nodes * NodeLongs];
+        _givingUp = givingUp;
         _releaseClearsTail = releaseClearsTail;
         _readerBarges = readerBarges;
+        _givesUpWoken = givesUpWoken;
+        _wakeStores = wakeStores;
+        _letGoBeforeRead = letGoBeforeRead;
     }
 
     /// <summary>Nodes in the lock's array.</summary>
@@ -224,30 +236,35 @@ internal sealed class McsLock
     /// <summary>A reader's leaving the queue once woken (ReaderCheckNext to ReaderPassOn) and a
     /// writer's release (WriterCheckNext to WriterHandover), the same steps in RWMCSLock.tla:
     /// clear the tail if no successor has swapped it, else wait for the successor's link and
-    /// wake it. The count may move under the CAS; only a new tail means a successor.</summary>
+    /// wake it.</summary>
     void LeaveQueue(ref long word, int node)
     {
-        int me = node * NodeLongs;
+        long next = SuccessorOrClearTail(ref word, node * NodeLongs);
+        if (next != 0) Wake(ref word, next);
+    }
+
+    /// <summary>The node behind, once linked; 0 if the tail was this node and is now cleared.
+    /// The count may move under the CAS; only a new tail means a successor.</summary>
+    long SuccessorOrClearTail(ref long word, int me)
+    {
         long next = Volatile.Read(ref _nodes[me + Next]);
-        if (next == 0)
+        if (next != 0) return next;
+        int node = me / NodeLongs;
+        while (true)
         {
-            while (true)
+            long w = Volatile.Read(ref word);
+            if (_releaseClearsTail)
             {
-                long w = Volatile.Read(ref word);
-                if (_releaseClearsTail)
-                {
-                    // RWMCSLock.tla has no such step; MCSLock.tla's MutantReleaseClearTail in this
-                    // form: the tail cleared whoever swapped it, so a successor that has not linked
-                    // yet is never woken.
-                    if (Interlocked.CompareExchange(ref word, w & ~TailMask, w) == w) return;
-                    continue;
-                }
-                if ((w & TailMask) != (uint)(node + 1)) break;
-                if (Interlocked.CompareExchange(ref word, w & ~TailMask, w) == w) return;
+                // RWMCSLock.tla has no such step; MCSLock.tla's MutantReleaseClearTail in this
+                // form: the tail cleared whoever swapped it, so a successor that has not linked
+                // yet is never woken.
+                if (Interlocked.CompareExchange(ref word, w & ~TailMask, w) == w) return 0;
+                continue;
             }
-            next = AwaitLink(me);
+            if ((w & TailMask) != (uint)(node + 1)) break;
+            if (Interlocked.CompareExchange(ref word, w & ~TailMask, w) == w) return 0;
         }
-        Wake(ref word, next);
+        return AwaitLink(me);
     }
 
     /// <summary>AwaitLink: a successor swapped the tail and is about to link itself.</summary>
@@ -259,12 +276,53 @@ internal sealed class McsLock
         return next;
     }
 
-    /// <summary>WakeSuccessor: a reader is counted before its flag clears, so that a head writer
-    /// never sees no reader while a woken one has yet to move.</summary>
+    /// <summary>WakeSuccessor (RWMCSLock.tla Wake): a reader is counted before its flag clears, so
+    /// that a head writer never sees no reader while a woken one has yet to move. The flag's CAS
+    /// races the owner's <see cref="TryAbandon"/>; a node given up is not woken: the waker uncounts
+    /// it and takes it out of the queue on its owner's behalf (SkipCheckNext to SkipOn), marks it
+    /// released, and wakes the node behind it instead (SkipWake).</summary>
     void Wake(ref long word, long next)
     {
-        int successor = (int)((next & TailMask) - 1) * NodeLongs;
-        if ((next & ReaderLink) != 0) Interlocked.Add(ref word, OneReader);
-        Volatile.Write(ref _nodes[successor + SpinFlag], 0);
+        while (true)
+        {
+            int successor = (int)((next & TailMask) - 1) * NodeLongs;
+            bool reader = (next & ReaderLink) != 0;
+            if (reader) Interlocked.Add(ref word, OneReader);
+            if (!_givingUp || _wakeStores)
+            {
+                // No node is given up (or, wrongly, MCRWMCSLock.tla MutantWakeStores: a node given
+                // up is woken as if it waited).
+                Volatile.Write(ref _nodes[successor + SpinFlag], Granted);
+                return;
+            }
+            if (Interlocked.CompareExchange(ref _nodes[successor + SpinFlag], Granted, Waiting) == Waiting) return;
+            Debug.Assert(_nodes[successor + SpinFlag] == Abandoned, $"node {successor / NodeLongs}: a wake found it neither waiting nor given up (woken twice?)");
+            if (reader) Interlocked.Add(ref word, -OneReader);
+            // MCRWMCSLock.tla MutantLetGoBeforeRead: released before its successor is read.
+            if (_letGoBeforeRead) Volatile.Write(ref _nodes[successor + SpinFlag], Released);
+            next = SuccessorOrClearTail(ref word, successor);
+            Volatile.Write(ref _nodes[successor + SpinFlag], Released); // after its last read: its owner may queue it again
+            if (next == 0) return;
+        }
     }
+
+    /// <summary>RWMCSLock.tla GiveUp: the owner of a queued node gives its wait up. True if the
+    /// node was not yet woken and is now its waker's to take out of the queue (its owner may not
+    /// queue it again while <see cref="IsAbandoned"/>); false if it was woken first, and the owner
+    /// holds (a reader, counted) or is the head (a writer, HeadGivesUp) and leaves as usual.</summary>
+    public bool TryAbandon(int node)
+    {
+        Debug.Assert(_givingUp, $"node {node}: given up in a lock built without givingUp, whose wakes are plain stores");
+        ref long flag = ref _nodes[node * NodeLongs + SpinFlag];
+        if (_givesUpWoken)
+        {
+            // MCRWMCSLock.tla MutantGivesUpWoken: no CAS, so a woken node is given up too.
+            Volatile.Write(ref flag, Abandoned);
+            return true;
+        }
+        return Interlocked.CompareExchange(ref flag, Abandoned, Waiting) == Waiting;
+    }
+
+    /// <summary>Abandoned and not yet taken out of its queue by its waker.</summary>
+    public bool IsAbandoned(int node) => Volatile.Read(ref _nodes[node * NodeLongs + SpinFlag]) == Abandoned;
 }

@@ -24,4 +24,13 @@ internal enum TwoPhaseLockingMutants
     /// cycle through shared holds is never found (the reader-writer lock's twin of
     /// StealDBDeadlock.tla MutantNoStealEdges).</summary>
     McsDetectorIgnoresReaders = 32,
+    /// <summary>RWMCSLock.tla MutantGivesUpWoken: a waiter gives its node up without the CAS,
+    /// even once woken; a woken reader stays counted (McsLock).</summary>
+    McsGivesUpWoken = 64,
+    /// <summary>RWMCSLock.tla MutantWakeStores: the wake stores instead of its CAS, so a node
+    /// given up is woken as if it waited, and nobody takes it out of the queue (McsLock).</summary>
+    McsWakeStores = 128,
+    /// <summary>RWMCSLock.tla MutantLetGoBeforeRead: a node given up is released to its owner
+    /// before its successor is read (McsLock).</summary>
+    McsLetGoBeforeRead = 256,
 }
