@@ -77,12 +77,7 @@ public static class McsLockTests
                         while (mcs.IsAbandoned(node)) Spin.Once(ref wait); // Reclaim
                         continue;
                     }
-                    Specification.Assert(writerAhead == 0 || Volatile.Read(ref writerQueued[0]) != writerAhead,
-                        $"FIFO order: reader {node} was admitted while the writer queued before it still waited");
-                    Interlocked.Increment(ref readers[0]);
-                    Specification.Assert(Volatile.Read(ref writers[0]) == 0, $"mutual exclusion: reader {node} entered while the writer held the lock");
-                    Interlocked.Decrement(ref readers[0]);
-                    mcs.UnlockShared(ref word[0], node);
+                    ReaderHolds(mcs, word, node, writerAhead, writerQueued, readers, writers);
                 }
                 else
                 {
@@ -109,10 +104,7 @@ public static class McsLockTests
                             mcs.UnlockExclusive(ref word[0], node); // HeadGivesUp: leaves, never having held
                         continue;
                     }
-                    Interlocked.Increment(ref writers[0]);
-                    Specification.Assert(Volatile.Read(ref readers[0]) == 0, $"mutual exclusion: the writer entered while {Volatile.Read(ref readers[0])} readers held the lock");
-                    Interlocked.Decrement(ref writers[0]);
-                    mcs.UnlockExclusive(ref word[0], node);
+                    WriterHolds(mcs, word, node, readers, writers);
                 }
             }
         })).ToArray();
@@ -147,12 +139,7 @@ public static class McsLockTests
                     int writerAhead = Volatile.Read(ref writerQueued[0]);
                     if (!mcs.TryLockShared(ref word[0], node, key: 0))
                         while (!mcs.CheckAcquiredShared(ref word[0], node)) Spin.Once(ref wait);
-                    Specification.Assert(writerAhead == 0 || Volatile.Read(ref writerQueued[0]) != writerAhead,
-                        $"FIFO order: reader {node} was admitted while the writer queued before it still waited");
-                    Interlocked.Increment(ref readers[0]);
-                    Specification.Assert(Volatile.Read(ref writers[0]) == 0, $"mutual exclusion: reader {node} entered while the writer held the lock");
-                    Interlocked.Decrement(ref readers[0]);
-                    mcs.UnlockShared(ref word[0], node);
+                    ReaderHolds(mcs, word, node, writerAhead, writerQueued, readers, writers);
                 }
                 else
                 {
@@ -162,15 +149,33 @@ public static class McsLockTests
                         while (!mcs.CheckAcquiredExclusive(ref word[0], node)) Spin.Once(ref wait);
                         Volatile.Write(ref writerQueued[0], 0);
                     }
-                    Interlocked.Increment(ref writers[0]);
-                    Specification.Assert(Volatile.Read(ref readers[0]) == 0, $"mutual exclusion: the writer entered while {Volatile.Read(ref readers[0])} readers held the lock");
-                    Interlocked.Decrement(ref writers[0]);
-                    mcs.UnlockExclusive(ref word[0], node);
+                    WriterHolds(mcs, word, node, readers, writers);
                 }
             }
         })).ToArray();
         await Task.WhenAll(workers);
         Specification.Assert(Volatile.Read(ref word[0]) == 0, $"the lock is not free after every thread released it: word {Volatile.Read(ref word[0]):x}");
+    }
+
+    /// <summary>A reader that holds: not admitted past a writer still queued before it (FIFO
+    /// order), no writer inside (mutual exclusion); then it releases.</summary>
+    static void ReaderHolds(McsLock mcs, long[] word, int node, int writerAhead, int[] writerQueued, int[] readers, int[] writers)
+    {
+        Specification.Assert(writerAhead == 0 || Volatile.Read(ref writerQueued[0]) != writerAhead,
+            $"FIFO order: reader {node} was admitted while the writer queued before it still waited");
+        Interlocked.Increment(ref readers[0]);
+        Specification.Assert(Volatile.Read(ref writers[0]) == 0, $"mutual exclusion: reader {node} entered while the writer held the lock");
+        Interlocked.Decrement(ref readers[0]);
+        mcs.UnlockShared(ref word[0], node);
+    }
+
+    /// <summary>The writer that holds: no reader inside (mutual exclusion); then it releases.</summary>
+    static void WriterHolds(McsLock mcs, long[] word, int node, int[] readers, int[] writers)
+    {
+        Interlocked.Increment(ref writers[0]);
+        Specification.Assert(Volatile.Read(ref readers[0]) == 0, $"mutual exclusion: the writer entered while {Volatile.Read(ref readers[0])} readers held the lock");
+        Interlocked.Decrement(ref writers[0]);
+        mcs.UnlockExclusive(ref word[0], node);
     }
 
     static async Task Run(bool releaseClearsTail)

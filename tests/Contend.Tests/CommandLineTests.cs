@@ -108,25 +108,21 @@ public class CommandLineTests
     {
         var (code, output, err) = Contend(["run", "--protocol", "Mcs", "--rows", "16", "--requests", "8", "--theta", "0.9", "--threads", "4",
                                            "--seconds", "0.3", "--warmup", "0", "--no-pin", "--check", "--give-up-nodes", "--wait-threshold", "1"]);
-        Assert.True(code == 0, err + output);
-        var line = output.Split('\n').Single(l => l.StartsWith("Mcs ", StringComparison.Ordinal));
-        var cells = line.Split(' ', StringSplitOptions.RemoveEmptyEntries);
-        Assert.True(double.Parse(cells[1], NumberStyles.Number, CultureInfo.InvariantCulture) > 0, line);
-        Assert.True(int.Parse(cells[6], NumberStyles.Number, CultureInfo.InvariantCulture) > 0, line); // history entries checked
-        Assert.Equal("0", cells[7]); // anomalies
+        string line = AssertRowChecked("Mcs", code, output, err);
         Assert.Contains("WaitTimeout", line);
     }
 
-    /// <summary>A ReactDB run that exited 0 and printed its row with commits, history entries
-    /// checked and no anomaly.</summary>
-    static void AssertReactDbRowChecked(int code, string output, string err)
+    /// <summary>A run of <paramref name="protocol"/> that exited 0 and printed its row with
+    /// commits, history entries checked and no anomaly; the row.</summary>
+    static string AssertRowChecked(string protocol, int code, string output, string err)
     {
         Assert.True(code == 0, err + output);
-        var line = output.Split('\n').Single(l => l.StartsWith("ReactDB ", StringComparison.Ordinal));
+        var line = output.Split('\n').Single(l => l.StartsWith(protocol + " ", StringComparison.Ordinal));
         var cells = line.Split(' ', StringSplitOptions.RemoveEmptyEntries);
         Assert.True(double.Parse(cells[1], NumberStyles.Number, CultureInfo.InvariantCulture) > 0, line);
         Assert.True(int.Parse(cells[6], NumberStyles.Number, CultureInfo.InvariantCulture) > 0, line); // history entries checked
         Assert.Equal("0", cells[7]); // anomalies
+        return line;
     }
 
     /// <summary>ReactDB over SmartMart, both deployments, with the history checked.</summary>
@@ -137,7 +133,7 @@ public class CommandLineTests
     {
         var (code, output, err) = Contend("run", "--protocol", "ReactDB", "--workload", "smartmart", "--deployment", deployment, "--items", "200",
                                           "--carts", "3", "--seconds", "0.3", "--warmup", "0", "--no-pin", "--check");
-        AssertReactDbRowChecked(code, output, err);
+        AssertRowChecked("ReactDB", code, output, err);
         Assert.Contains($"{deployment} deployment", output);
     }
 
@@ -148,7 +144,7 @@ public class CommandLineTests
     {
         var (code, output, err) = Contend("run", "--protocol", "ReactDB", "--workload", "ycsb", "--rows", "2000", "--theta", "0.9", "--callers", "3",
                                           "--seconds", "0.3", "--warmup", "0", "--no-pin", "--check");
-        AssertReactDbRowChecked(code, output, err);
+        AssertRowChecked("ReactDB", code, output, err);
         Assert.Contains("ReactDB sync deployment (1 container, 2 executors), one reactor owning the table, 3 async callers", output);
     }
 
