@@ -82,22 +82,18 @@ public class CommandLineTests
         Assert.Matches($@"{protocol}\s+[1-9][\d,]* .* [1-9][\d,]*\s+0 ", output); // commits, and checked transactions with 0 anomalies
     }
 
-    /// <summary>Mcs's wait threshold reaches the protocol: on a hot set where waits are many, a
-    /// threshold of one round turns them into WaitTimeout aborts, which the default's detector
-    /// leaves far fewer of.</summary>
+    /// <summary>Mcs's wait threshold reaches the protocol from the command line: on a hot set, a
+    /// threshold of one round turns waits into WaitTimeout aborts. Only their presence is
+    /// asserted: how many waits there are depends on how the OS runs the two threads, and
+    /// DeadlineTests.McsWaitThresholdDecidesWhetherAWaitTimesOut checks the threshold's effect
+    /// on one wait exactly.</summary>
     [Fact]
     public void McsWaitThresholdTurnsWaitsIntoTimeouts()
     {
-        long Timeouts(params string[] knobs)
-        {
-            var (code, output, err) = Contend(["run", "--protocol", "Mcs", "--rows", "16", "--requests", "8", "--theta", "0.9", "--threads", "2",
-                                               "--seconds", "0.3", "--warmup", "0", "--no-pin", "--check", .. knobs]);
-            Assert.True(code == 0, err + output);
-            var timeouts = Regex.Match(output, @"WaitTimeout ([\d,]+)");
-            return timeouts.Success ? long.Parse(timeouts.Groups[1].Value, NumberStyles.Number, CultureInfo.InvariantCulture) : 0;
-        }
-        long atOne = Timeouts("--wait-threshold", "1"), atDefault = Timeouts();
-        Assert.True(atOne > 10 * (atDefault + 10), $"WaitTimeout aborts: {atOne} at one round, {atDefault} at the default");
+        var (code, output, err) = Contend(["run", "--protocol", "Mcs", "--rows", "16", "--requests", "8", "--theta", "0.9", "--threads", "2",
+                                           "--seconds", "0.3", "--warmup", "0", "--no-pin", "--check", "--wait-threshold", "1"]);
+        string line = AssertRowChecked("Mcs", code, output, err);
+        Assert.Matches(@"WaitTimeout [1-9]", line);
     }
 
     /// <summary>Mcs giving up queued nodes, with four workers on the hot set and a wait threshold

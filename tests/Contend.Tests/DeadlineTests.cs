@@ -1,6 +1,7 @@
 using System.Diagnostics;
 using Contend.Engine.Programs;
 using Contend.Engine.Protocols;
+using Contend.Engine.Protocols.TwoPhaseLocking;
 using Contend.Engine.Runtime;
 using Contend.Engine.Storage;
 
@@ -111,6 +112,27 @@ public class DeadlineTests
         var outcome = await engine.ExecuteAsync(transfer, [0, 1, 10]).AsTask().WaitAsync(ContendEngineTests.Patience);
         Assert.Equal(new TxnOutcome(Outcome.Aborted, AbortReason.LockBusy, 3), outcome);
         Assert.False(outcome.Committed);
+    }
+
+    /// <summary>Mcs's wait threshold decides whether a wait for a lock held elsewhere ends in a
+    /// WaitTimeout abort: after one round it does, and, the lock held past any wait of a
+    /// threshold too large to reach, it does not. One attempt allowed, so that the outcome is
+    /// the first attempt's. The timed-out waiter's node stays queued until the holder releases
+    /// (C2), so its answer comes with that release, as in <see cref="Outlast"/>.</summary>
+    [Theory]
+    [InlineData(1, false)]
+    [InlineData(int.MaxValue, true)]
+    public async Task McsWaitThresholdDecidesWhetherAWaitTimesOut(int threshold, bool commits)
+    {
+        var (db, transfer, _) = ContendEngineTests.Bank();
+        await using var engine = new ContendEngine(db, ContendEngineTests.Options("Mcs") with
+        {
+            ProtocolOptions = new McsOptions(WaitThreshold: threshold), MaxAttempts = 1,
+        });
+        using var holder = new ContendEngineTests.HeldWorker(engine, db, writes: true);
+        var outcome = await Outlast("Mcs", holder, engine.ExecuteAsync(transfer, [0, 1, 10]).AsTask());
+        Assert.Equal(commits ? new TxnOutcome(Outcome.Committed, AbortReason.None, 1) : new TxnOutcome(Outcome.Aborted, AbortReason.WaitTimeout, 1), outcome);
+        Assert.Equal(commits ? 0 : 1, engine.Totals().Aborts[(int)AbortReason.WaitTimeout]);
     }
 
     [Fact]
