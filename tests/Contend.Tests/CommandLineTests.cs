@@ -2,6 +2,8 @@ using System.Diagnostics;
 using System.Globalization;
 using System.Text.RegularExpressions;
 
+using Contend.Harness.Studies;
+
 namespace Contend.Tests;
 
 /// <summary>contend's bad-input contract: exit code 2, one line naming the problem, no file written.</summary>
@@ -250,18 +252,22 @@ public class CommandLineTests
         var (code, output, err) = Contend("study", "stealdb", "--small", "--seconds", "0.1", "--warmup", "0", "--repeats", "1", "--out", dir);
         Assert.True(code == 0, err);
         string results = Path.Combine(dir, "stealdb");
-        foreach (string figure in new[] { "micro", "neworder" })
+        foreach (string figure in new[] { "micro", "neworder", "hotset" })
         {
             var lines = File.ReadAllLines(Path.Combine(results, $"{figure}.csv"));
             int points = figure == "micro" ? 2 : 1;
-            Assert.Equal(1 + points * Harness.Studies.StealDbStudy.Protocols.Length, lines.Length);
+            int protocols = figure == "hotset" ? StealDbStudy.QueueLocks.Length + StealDbStudy.PlainTwoPhaseLocking.Length : StealDbStudy.Protocols.Length;
+            Assert.Equal(1 + points * protocols, lines.Length);
             Assert.All(lines.Skip(1), l => Assert.StartsWith($"{figure},", l));
             AssertLineProbed(lines);
             foreach (string plot in new[] { "throughput", "aborts" })
                 Assert.True(new FileInfo(Path.Combine(results, $"{figure}-{plot}.png")).Length > 1000);
         }
         AssertOneWorkerFigure(results, points: 1, protocols: 2);
-        Assert.Contains("StealDB >= 1.8x vanilla MCS 2PL", File.ReadAllText(Path.Combine(results, "summary.md")));
+        string summary = File.ReadAllText(Path.Combine(results, "summary.md"));
+        Assert.Contains("StealDB >= 1.8x vanilla MCS 2PL", summary);
+        Assert.Contains("| best 2PL / StealDBBasicWS |", summary);
+        Assert.Matches(@"\| hot set, 16 rows \| no queue-lock protocol more than 2x below the best 2PL variant \| (NoWait|WaitDie|WaitsFor) [\d.]+x (StealDB|Mcs)", summary);
         Assert.Contains("48.0K vs 22.1K", output);
         Directory.Delete(dir, recursive: true);
     }

@@ -10,11 +10,23 @@ namespace Contend.Harness.Studies;
 /// StealDB's evaluation (seed 000, Section 4) on this machine: the micro-benchmark (32 tables x
 /// 100K records, 32 increments per transaction, contention raised by restricting the first
 /// table to fewer records) and TPC-C NewOrder alone, for StealDB, its two baselines run by the
-/// same code (basic work stealing, no stealing), and the core's Mcs, NoWait, WaitDie and Silo.
+/// same code (basic work stealing, no stealing), and the core's Mcs, NoWait, WaitDie and Silo;
+/// then the hot set of issue 37, where lock-order cycles are common, for the queue locks against
+/// the 2PL variants that do not queue.
 /// </summary>
 internal static class StealDbStudy
 {
     public static readonly string[] Protocols = ["StealDB", "StealDBBasicWS", "StealDBNoSteal", "Mcs", "NoWait", "WaitDie", "Silo"];
+
+    /// <summary>The queue-lock protocols, whose deadlocks the detector breaks (issue 37).</summary>
+    public static readonly string[] QueueLocks = ["StealDB", "StealDBBasicWS", "StealDBNoSteal", "Mcs"];
+
+    /// <summary>The 2PL variants the hot set's goal measures the queue locks against: the best of them at each point.</summary>
+    public static readonly string[] PlainTwoPhaseLocking = ["NoWait", "WaitDie", "WaitsFor"];
+
+    /// <summary>The hot set's transactions: 8 requests, half of them reads, Zipf 0.9 over a few rows.</summary>
+    const int HotRequests = 8;
+    const double HotTheta = 0.9;
 
     public static IReadOnlyList<Figure> Figures(StudyOptions options)
     {
@@ -32,6 +44,10 @@ internal static class StealDbStudy
                 "warehouses (10 districts each)",
                 warehouses.Select(w => (w.ToString(CultureInfo.InvariantCulture),
                                         Study.Workload(() => new Tpcc(w, inserts: true, orderCapacity: orders, newOrderOnly: true)))).ToList(), Protocols),
+            new("hotset", $"The hot set (issue 37): YCSB, {HotRequests} requests, half reads, Zipf {HotTheta.ToString(CultureInfo.InvariantCulture)}, {options.Threads} workers",
+                "rows in the table (lock-order cycles are common at the left)",
+                (options.Small ? [16] : new[] { 16, 64 }).Select(r => (r.ToString(CultureInfo.InvariantCulture),
+                                  Study.Workload(() => new Ycsb(r, HotRequests, 0.5, HotTheta)))).ToList(), [.. QueueLocks, .. PlainTwoPhaseLocking]),
         };
         // The goal's highest-contention point once more on one worker: how far 2 workers can take stealing there.
         if (Study.OnOneWorker(options, figures, [("micro", figures[0].Points[0].Label)], ["StealDB", "StealDBNoSteal"]) is { } oneWorker)
@@ -57,8 +73,39 @@ internal static class StealDbStudy
                 sb.Append($" {Study.Times(Study.Ratio(points, figure.Name, label, "StealDB", baseline))} |");
             sb.AppendLine();
         }
+        if (figure.Name == "hotset")
+            foreach (string queued in QueueLocks)
+            {
+                sb.Append($"| best 2PL / {queued} |");
+                foreach (var (label, _) in figure.Points)
+                    sb.Append($" {Study.Times(BestTwoPhaseLockingOver(points, label, queued).Ratio)} |");
+                sb.AppendLine();
+            }
         sb.AppendLine();
         return sb.ToString();
+    }
+
+    /// <summary>The best of <see cref="PlainTwoPhaseLocking"/> at a hot-set point, and its median
+    /// throughput over <paramref name="queued"/>'s; NaN where either side had no run.</summary>
+    static (string Best, double Ratio) BestTwoPhaseLockingOver(IReadOnlyList<StudyPoint> points, string label, string queued)
+    {
+        var at = points.Where(p => p.Figure == "hotset" && p.Point == label && !double.IsNaN(p.Throughput)).ToList();
+        var best = at.Where(p => PlainTwoPhaseLocking.Contains(p.Protocol)).MaxBy(p => p.Throughput);
+        var mine = at.SingleOrDefault(p => p.Protocol == queued);
+        return best is null || mine is null ? ("-", double.NaN) : (best.Protocol, best.Throughput / mine.Throughput);
+    }
+
+    /// <summary>The hot-set goal's row: at the hottest point, the queue-lock protocol furthest
+    /// below the best 2PL variant, over all runs and over the fast window's.</summary>
+    static string HotSetVerdict(IReadOnlyList<StudyPoint> points, IReadOnlyList<StudyPoint> fast, string hottest)
+    {
+        static (string Worst, string Best, double Ratio) Worst(IReadOnlyList<StudyPoint> from, string label) =>
+            QueueLocks.Select(q => (q, BestTwoPhaseLockingOver(from, label, q))).Where(x => !double.IsNaN(x.Item2.Ratio))
+                      .Select(x => (x.q, x.Item2.Best, x.Item2.Ratio)).DefaultIfEmpty(("-", "-", double.NaN)).MaxBy(x => x.Item3);
+        static string Said((string Worst, string Best, double Ratio) w) =>
+            double.IsNaN(w.Ratio) ? "- (no runs)" : $"{w.Best} {Study.Times(w.Ratio)} {w.Worst} ({(w.Ratio <= 2 ? "met" : "NOT met")})";
+        return $"| hot set, {hottest} rows | no queue-lock protocol more than 2x below the best 2PL variant | {Said(Worst(points, hottest))} | " +
+               $"{Said(Worst(fast, hottest))} | none: the paper leaves deadlocks to future work (its Section 6) |";
     }
 
     static string Verdict(IReadOnlyList<StudyPoint> points, IReadOnlyList<StudyPoint> fast, IReadOnlyList<Figure> figures, int workers)
@@ -90,6 +137,7 @@ internal static class StealDbStudy
         sb.AppendLine(CultureInfo.InvariantCulture,
             $"| TPC-C NewOrder, {neworder[0].Point} warehouse | none set | {tpcc:F2}x StealDBNoSteal | " +
             $"{(double.IsNaN(fastTpcc) ? "- (no runs)" : Study.Times(fastTpcc) + " StealDBNoSteal")} | up to 2.8x; 80% of ops run by other workers at 16 threads |");
+        sb.AppendLine(HotSetVerdict(points, fast, figures.Single(f => f.Name == "hotset").Points[0].Label));
         sb.AppendLine();
         sb.AppendLine("On 2 workers one waiter can help one holder. The table below bounds what that allows in this run, from");
         sb.AppendLine("one-worker rates; two workers also pay for the lines that move between them, which one worker does not");
