@@ -647,9 +647,7 @@ internal sealed class StealDb : ITransactionProtocol
     bool AwaitLock(Slot s, int op, int node, long tid, int predecessorWorker, int depth, int runner)
     {
         _detector.Waits(runner, depth, s.Worker, node);
-        bool granted = AwaitGrant(s, op, node, tid, predecessorWorker, depth, runner);
-        _detector.Stops(runner, depth);
-        return granted;
+        return AwaitGrant(s, op, node, tid, predecessorWorker, depth, runner);
     }
 
     /// <summary>The loop of <see cref="AwaitLock"/>. Every <see cref="QueueDeadlockDetector.SearchEvery"/> idle rounds it
@@ -673,6 +671,7 @@ internal sealed class StealDb : ITransactionProtocol
                 // (StealDBMutantProceedWhenPredEnds).
                 if (Granted(s, op, node, ref tail))
                 {
+                    _detector.Stops(runner, depth);
                     Trace?.Add(new(StealDbAction.WaiterProceed, RunnerTid(runner), tid, op));
                     return true;
                 }
@@ -688,6 +687,10 @@ internal sealed class StealDb : ITransactionProtocol
                 if (reason != AbortReason.None)
                 {
                     // WaiterTimeout (C2): the node stays queued; the owner releases it at the head.
+                    // The frame stops waiting in this step, as in the spec: a search after it
+                    // must not find a cycle through a wait already given up (trace validation
+                    // caught a DetectorAbort that did, the frame cleared only after the step).
+                    _detector.Stops(runner, depth);
                     s.Ops[op].Lock = Abandoned;
                     Doom(s, reason);
                     Finish(s, op, tid, insertDependents: false, runner);
