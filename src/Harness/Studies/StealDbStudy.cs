@@ -100,8 +100,12 @@ internal static class StealDbStudy
     static string HotSetVerdict(IReadOnlyList<StudyPoint> points, IReadOnlyList<StudyPoint> fast, string hottest)
     {
         static (string Worst, string Best, double Ratio) Worst(IReadOnlyList<StudyPoint> from, string label) =>
-            QueueLocks.Select(q => (q, BestTwoPhaseLockingOver(from, label, q))).Where(x => !double.IsNaN(x.Item2.Ratio))
-                      .Select(x => (x.q, x.Item2.Best, x.Item2.Ratio)).DefaultIfEmpty(("-", "-", double.NaN)).MaxBy(x => x.Item3);
+            QueueLocks.Select(q =>
+                      {
+                          var (best, ratio) = BestTwoPhaseLockingOver(from, label, q);
+                          return (Worst: q, Best: best, Ratio: ratio);
+                      })
+                      .Where(x => !double.IsNaN(x.Ratio)).DefaultIfEmpty((Worst: "-", Best: "-", Ratio: double.NaN)).MaxBy(x => x.Ratio);
         static string Said((string Worst, string Best, double Ratio) w) =>
             double.IsNaN(w.Ratio) ? "- (no runs)" : $"{w.Best} {Study.Times(w.Ratio)} {w.Worst} ({(w.Ratio <= 2 ? "met" : "NOT met")})";
         return $"| hot set, {hottest} rows | no queue-lock protocol more than 2x below the best 2PL variant | {Said(Worst(points, hottest))} | " +
