@@ -73,4 +73,18 @@ MutantLetGoBeforeRead(p) ==
     /\ gone' = gone \ {cur[p]}
     /\ Goto(p, IF next[cur[p]] = Nil THEN "skipCas" ELSE "skipOn")
     /\ UNCHANGED <<tail, readers, next, spin, pred, kind, quit, cur, ghostQ>>
+
+\* The writer's fast path guessing only the tail: it takes a word with no
+\* queue while readers hold it.
+MutantWriterEntersRead(p) ==
+    /\ pc[p] = "init"
+    /\ tail = Nil
+    /\ tail' = p
+    /\ next' = [next EXCEPT ![p] = Nil]
+    /\ spin' = [spin EXCEPT ![p] = FALSE]
+    /\ pred' = [pred EXCEPT ![p] = Nil]
+    /\ kind' = [kind EXCEPT ![p] = "W"]
+    /\ quit' = quit \ {p}
+    /\ Goto(p, "wcs")
+    /\ UNCHANGED <<readers, gone, cur, ghostQ>>
 =============================================================================

@@ -39,15 +39,15 @@ Request(p, m) ==
     /\ mode' = [mode EXCEPT ![p] = m]
     /\ UNCHANGED holders
 
-\* A reader that finds nobody queued is granted as it asks, if no writer
-\* holds: Request and Acquire in one step (the MCS fast path, where the
-\* request is never queued).
-RequestGranted(p) ==
+\* A request that finds nobody queued is granted as it asks, a reader if no
+\* writer holds, a writer if nobody holds: Request and Acquire in one step
+\* (the MCS fast paths, where the request is never queued).
+RequestGranted(p, m) ==
     /\ ~InQueue(p) /\ p \notin holders
     /\ queue = <<>>
-    /\ ~WriterHolds
+    /\ IF m = "W" THEN holders = {} ELSE ~WriterHolds
     /\ holders' = holders \cup {p}
-    /\ mode' = [mode EXCEPT ![p] = "R"]
+    /\ mode' = [mode EXCEPT ![p] = m]
     /\ UNCHANGED queue
 
 \* The head is granted: a reader while no writer holds, a writer when nobody holds.
@@ -70,8 +70,8 @@ Release(p) ==
     /\ holders' = holders \ {p}
     /\ UNCHANGED <<queue, mode>>
 
-Next == \E p \in Proc : \/ \E m \in Modes : Request(p, m)
-                        \/ RequestGranted(p) \/ Acquire(p) \/ Cancel(p) \/ Release(p)
+Next == \E p \in Proc : \/ \E m \in Modes : Request(p, m) \/ RequestGranted(p, m)
+                        \/ Acquire(p) \/ Cancel(p) \/ Release(p)
 
 Spec == Init /\ [][Next]_vars
 =============================================================================

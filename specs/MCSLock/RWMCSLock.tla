@@ -165,6 +165,25 @@ SwapTail(p, m) ==
               /\ UNCHANGED readers
     /\ UNCHANGED <<next, spin, gone, quit, cur>>
 
+\* A writer that finds the word free (no queue and no reader) takes it with
+\* one CAS that guesses the free word, before its context is set up for
+\* waiting: SwapTail and WriterEnter in one step (the engine's fast path,
+\* McsLock.TryLockExclusive, where rows are rarely shared).  Its next is
+\* cleared before the CAS, as a successor will link to it; its flag is left
+\* clear, since no predecessor will wake it.  Anyone else, or a writer whose
+\* guess failed, goes through InitContext and SwapTail.
+WriterEnterFree(p) ==
+    /\ pc[p] = "init"
+    /\ tail = Nil /\ readers = 0
+    /\ tail' = p
+    /\ next' = [next EXCEPT ![p] = Nil]
+    /\ spin' = [spin EXCEPT ![p] = FALSE]
+    /\ pred' = [pred EXCEPT ![p] = Nil]
+    /\ kind' = [kind EXCEPT ![p] = "W"]
+    /\ quit' = quit \ {p}
+    /\ Goto(p, "wcs")
+    /\ UNCHANGED <<readers, gone, cur, ghostQ>>
+
 LinkBehindPred(p) ==
     /\ pc[p] = "link"
     /\ next' = [next EXCEPT ![pred[p]] = p]
@@ -326,7 +345,7 @@ SkipWake(p) ==
 
 \* Every step but giving up: a waiter need not give up.
 Step(p) ==
-    \/ Request(p) \/ InitContext(p) \/ \E m \in Modes : SwapTail(p, m)
+    \/ Request(p) \/ WriterEnterFree(p) \/ InitContext(p) \/ \E m \in Modes : SwapTail(p, m)
     \/ LinkBehindPred(p) \/ WaiterWoken(p) \/ WriterEnter(p)
     \/ ReaderCheckNext(p) \/ ReaderLeaveCas(p) \/ ReaderAwaitLink(p)
     \/ ReaderPassOn(p) \/ ReaderRelease(p)

@@ -4,7 +4,7 @@
 spec Exclusion observes eEnteredFree, eGranted, eReleased {
   var holders: map[int, bool]; // id -> holds as a reader
   start state Watching {
-    on eEnteredFree do (id: int) { Hold(id, true); }
+    on eEnteredFree do (e: (id: int, reader: bool)) { Hold(e.id, e.reader); }
     on eGranted do (g: (id: int, reader: bool)) { Hold(g.id, g.reader); }
     on eReleased do (id: int) { holders -= (id); }
   }
@@ -19,7 +19,7 @@ spec Exclusion observes eEnteredFree, eGranted, eReleased {
   fun Mode(reader: bool): string { if (reader) { return "shared"; } return "exclusive"; }
 }
 
-// RWFifoRefinementProp: only the head of the queue (in swap order) is granted, and a reader
+// RWFifoRefinementProp: only the head of the queue (in swap order) is granted, and a request
 // enters without queuing only when nobody is queued.
 spec FifoOrder observes eQueued, eEnteredFree, eGranted, eGaveUp, eQuit {
   var queue: seq[int];
@@ -28,8 +28,8 @@ spec FifoOrder observes eQueued, eEnteredFree, eGranted, eGaveUp, eQuit {
     // Cancel: a request given up leaves the queue wherever it is.
     on eGaveUp do (id: int) { Cancel(id); }
     on eQuit do (id: int) { Cancel(id); }
-    on eEnteredFree do (id: int) {
-      assert sizeof(queue) == 0, format("RWFifoRefinementProp: reader {0} was admitted while process {1} was queued", id, queue[0]);
+    on eEnteredFree do (e: (id: int, reader: bool)) {
+      assert sizeof(queue) == 0, format("RWFifoRefinementProp: process {0} was admitted while process {1} was queued", e.id, queue[0]);
     }
     on eGranted do (g: (id: int, reader: bool)) {
       assert sizeof(queue) > 0 && queue[0] == g.id, format("RWFifoRefinementProp: process {0} was granted out of queue order {1}", g.id, queue);
@@ -50,7 +50,7 @@ spec Progress observes eRequested, eEnteredFree, eGranted, eGaveUp, eQuit {
   }
   hot state Waiting {
     on eRequested do (r: (id: int, reader: bool)) { waiting += (r.id); }
-    on eEnteredFree do (id: int) { Served(id); }
+    on eEnteredFree do (e: (id: int, reader: bool)) { Served(e.id); }
     on eGranted do (g: (id: int, reader: bool)) { Served(g.id); }
     on eGaveUp do (id: int) { Served(id); }
     on eQuit do (id: int) { Served(id); }
@@ -78,7 +78,7 @@ spec Reclaimed observes eGaveUp, eLetGo {
 spec ReadersTogetherReachable observes eEnteredFree, eGranted, eReleased {
   var readers: set[int];
   start state Watching {
-    on eEnteredFree do (id: int) { Add(id); }
+    on eEnteredFree do (e: (id: int, reader: bool)) { if (e.reader) { Add(e.id); } }
     on eGranted do (g: (id: int, reader: bool)) { if (g.reader) { Add(g.id); } }
     on eReleased do (id: int) { readers -= (id); }
   }

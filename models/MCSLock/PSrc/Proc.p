@@ -38,6 +38,7 @@ machine Proc {
   // True once the lock is held; false if the wait was given up.
   fun Acquire(reader: bool): bool {
     var swapped: (holds: bool, head: bool, pred: int);
+    if (!reader && Read(eEnterFree) == 1) { return true; }
     Call(eInitContext, (p = this, id = me));
     send word, eSwap, (p = this, id = me, reader = reader);
     receive { case eSwapped: (s: (holds: bool, head: bool, pred: int)) { swapped = s; } }

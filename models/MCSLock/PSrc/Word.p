@@ -5,8 +5,9 @@
 
 // Broken steps, one per mutant of specs/MCSLock/MCRWMCSLock.tla.
 type Mutants = (readerBarges: bool, skipReaderWait: bool, uncounted: bool, leavesUnlinked: bool,
-                givesUpWoken: bool, wakeStores: bool, letGoBeforeRead: bool);
+                givesUpWoken: bool, wakeStores: bool, letGoBeforeRead: bool, writerEntersRead: bool);
 
+event eEnterFree: (p: Proc, id: int);
 event eInitContext: (p: Proc, id: int);
 event eSwap: (p: Proc, id: int, reader: bool);
 event eSwapped: (holds: bool, head: bool, pred: int);
@@ -26,7 +27,7 @@ event eDone;
 // Announced for the monitors.
 event eRequested: (id: int, reader: bool);
 event eQueued: (id: int, reader: bool);
-event eEnteredFree: int;
+event eEnteredFree: (id: int, reader: bool);
 event eGranted: (id: int, reader: bool);
 event eReleased: int;
 event eGaveUp: int;    // a waiter gave up (GiveUp): its context is gone
@@ -45,6 +46,22 @@ machine Word {
   start state Serve {
     entry (m: Mutants) { mutants = m; tail = -1; }
 
+    // WriterEnterFree: a writer takes a word with no queue and no reader in one step, its
+    // context cleared for the successor that will link to it and not set to wait; answers 1
+    // if it holds, else 0 and nothing changed.
+    on eEnterFree do (r: (p: Proc, id: int)) {
+      assert !(r.id in gone) || !gone[r.id], format("context {0} taken again while still gone", r.id);
+      if (tail != -1 || readers > 0 && !mutants.writerEntersRead) { send r.p, eRead, 0; return; }
+      next[r.id] = -1;
+      spin[r.id] = false;
+      gone[r.id] = false;
+      kind[r.id] = false;
+      tail = r.id;
+      announce eRequested, (id = r.id, reader = false);
+      announce eEnteredFree, (id = r.id, reader = false);
+      send r.p, eRead, 1;
+    }
+
     on eInitContext do (r: (p: Proc, id: int)) {
       assert !(r.id in gone) || !gone[r.id], format("context {0} queued again while still gone", r.id);
       next[r.id] = -1;
@@ -60,7 +77,7 @@ machine Word {
       announce eRequested, (id = r.id, reader = r.reader);
       if (r.reader && (tail == -1 || mutants.readerBarges && readers > 0)) {
         readers = readers + 1;
-        announce eEnteredFree, r.id;
+        announce eEnteredFree, (id = r.id, reader = true);
         send r.p, eSwapped, (holds = true, head = false, pred = -1);
         return;
       }

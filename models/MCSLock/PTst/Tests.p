@@ -3,7 +3,7 @@
 // queued, the case the FIFO order decides.
 fun NoMutants(): Mutants {
   return (readerBarges = false, skipReaderWait = false, uncounted = false, leavesUnlinked = false,
-          givesUpWoken = false, wakeStores = false, letGoBeforeRead = false);
+          givesUpWoken = false, wakeStores = false, letGoBeforeRead = false, writerEntersRead = false);
 }
 
 fun Launch(m: Mutants) { LaunchGivingUp(m, false); }
@@ -26,6 +26,7 @@ machine TestMutantReaderBarges { start state S { entry { var m: Mutants; m = NoM
 machine TestMutantSkipReaderWait { start state S { entry { var m: Mutants; m = NoMutants(); m.skipReaderWait = true; Launch(m); } } }
 machine TestMutantUncounted { start state S { entry { var m: Mutants; m = NoMutants(); m.uncounted = true; Launch(m); } } }
 machine TestMutantLeavesUnlinked { start state S { entry { var m: Mutants; m = NoMutants(); m.leavesUnlinked = true; Launch(m); } } }
+machine TestMutantWriterEntersRead { start state S { entry { var m: Mutants; m = NoMutants(); m.writerEntersRead = true; Launch(m); } } }
 machine TestGiveUp { start state S { entry { LaunchGivingUp(NoMutants(), true); } } }
 machine TestMutantGivesUpWoken { start state S { entry { var m: Mutants; m = NoMutants(); m.givesUpWoken = true; LaunchGivingUp(m, true); } } }
 machine TestMutantWakeStores { start state S { entry { var m: Mutants; m = NoMutants(); m.wakeStores = true; LaunchGivingUp(m, true); } } }
@@ -37,6 +38,7 @@ test tcMutantReaderBarges [main=TestMutantReaderBarges]: assert Exclusion, FifoO
 test tcMutantSkipReaderWait [main=TestMutantSkipReaderWait]: assert Exclusion, FifoOrder, Progress, Reclaimed in { TestMutantSkipReaderWait, Word, Proc };
 test tcMutantUncounted [main=TestMutantUncounted]: assert Exclusion, FifoOrder, Progress, Reclaimed in { TestMutantUncounted, Word, Proc };
 test tcMutantLeavesUnlinked [main=TestMutantLeavesUnlinked]: assert Exclusion, FifoOrder, Progress, Reclaimed in { TestMutantLeavesUnlinked, Word, Proc };
+test tcMutantWriterEntersRead [main=TestMutantWriterEntersRead]: assert Exclusion, FifoOrder, Progress, Reclaimed in { TestMutantWriterEntersRead, Word, Proc };
 test tcGiveUp [main=TestGiveUp]: assert Exclusion, FifoOrder, Progress, Reclaimed in { TestGiveUp, Word, Proc };
 test tcMutantGivesUpWoken [main=TestMutantGivesUpWoken]: assert Exclusion, FifoOrder, Progress, Reclaimed in { TestMutantGivesUpWoken, Word, Proc };
 test tcMutantWakeStores [main=TestMutantWakeStores]: assert Exclusion, FifoOrder, Progress, Reclaimed in { TestMutantWakeStores, Word, Proc };
