@@ -23,9 +23,11 @@ public static class McsLockTests
         new("McsLock", () => Run(releaseClearsTail: false)),
         // MCSLock.tla MutantReleaseClearTail, the paper's one-line UNLOCK.
         new("McsLockTwinReleaseClearTail", () => Run(releaseClearsTail: true), CaughtBy: CoyoteSuite.StepsBound),
-        new("McsLockReaderWriter", () => RunReaderWriter(readerBarges: false)),
+        new("McsLockReaderWriter", () => RunReaderWriter(TwoPhaseLockingMutants.None)),
         // RWMCSLock.tla MutantReaderBargesPastWriter.
-        new("McsLockTwinReaderBarges", () => RunReaderWriter(readerBarges: true), CaughtBy: "FIFO"),
+        new("McsLockTwinReaderBarges", () => RunReaderWriter(TwoPhaseLockingMutants.McsReaderBarges), CaughtBy: "FIFO"),
+        // MCRWMCSLock.tla MutantWriterEntersRead: the writer's fast path takes a word readers hold.
+        new("McsLockTwinWriterEntersRead", () => RunReaderWriter(TwoPhaseLockingMutants.McsWriterEntersRead), CaughtBy: "mutual exclusion"),
         new("McsLockGiveUp", () => RunGivingUp(TwoPhaseLockingMutants.None)),
         // RWMCSLock.tla's mutants of giving up, each its twin here.
         new("McsLockTwinGivesUpWoken", () => RunGivingUp(TwoPhaseLockingMutants.McsGivesUpWoken), CaughtBy: CoyoteSuite.StepsBound),
@@ -125,9 +127,10 @@ public static class McsLockTests
     /// that writer (FIFO order, RWFifoRefinementProp), and everyone gets through within the steps
     /// bound (StarvationFreedomProp).
     /// </summary>
-    static async Task RunReaderWriter(bool readerBarges)
+    static async Task RunReaderWriter(TwoPhaseLockingMutants mutants)
     {
-        var mcs = new McsLock(Threads, default, new MutantFlag(readerBarges ? TwoPhaseLockingMutants.McsReaderBarges : TwoPhaseLockingMutants.None, TwoPhaseLockingMutants.McsReaderBarges));
+        var mcs = new McsLock(Threads, default, new MutantFlag(mutants, TwoPhaseLockingMutants.McsReaderBarges),
+                              writerEntersRead: new MutantFlag(mutants, TwoPhaseLockingMutants.McsWriterEntersRead));
         var word = new long[1];
         var readers = new int[1];
         var writers = new int[1];

@@ -41,14 +41,15 @@ internal sealed class McsLock
     readonly long[] _nodes;
     /// <summary>Whether a node may be given up (<see cref="TryAbandon"/>): then a wake is a CAS.</summary>
     readonly bool _givingUp;
-    readonly MutantFlag _releaseClearsTail, _readerBarges, _givesUpWoken, _wakeStores, _letGoBeforeRead;
+    readonly MutantFlag _releaseClearsTail, _readerBarges, _givesUpWoken, _wakeStores, _letGoBeforeRead, _writerEntersRead;
 
     public McsLock(int nodes) : this(nodes, default, default) { }
 
     /// <param name="givingUp">whether waiters may give their nodes up (<see cref="TryAbandon"/>);
     /// if not, a wake is a plain store, one interlocked instruction fewer per hand-over</param>
     internal McsLock(int nodes, MutantFlag releaseClearsTail, MutantFlag readerBarges = default, bool givingUp = false,
-                     MutantFlag givesUpWoken = default, MutantFlag wakeStores = default, MutantFlag letGoBeforeRead = default)
+                     MutantFlag givesUpWoken = default, MutantFlag wakeStores = default, MutantFlag letGoBeforeRead = default,
+                     MutantFlag writerEntersRead = default)
     {
         _nodes = new long[nodes * NodeLongs];
         _givingUp = givingUp;
@@ -57,6 +58,7 @@ internal sealed class McsLock
         _givesUpWoken = givesUpWoken;
         _wakeStores = wakeStores;
         _letGoBeforeRead = letGoBeforeRead;
+        _writerEntersRead = writerEntersRead;
     }
 
     /// <summary>Nodes in the lock's array.</summary>
@@ -158,17 +160,31 @@ internal sealed class McsLock
         _nodes[node * NodeLongs + HeldKey] = 0;
     }
 
-    /// <summary>RWMCSLock.tla InitContext and SwapTail of a writer, then WriterEnter if it is
-    /// the head: true when it holds; false when it waits (with <see cref="CheckAcquiredExclusive"/>)
+    /// <summary>RWMCSLock.tla WriterEnterFree, or if the word is not free InitContext and SwapTail
+    /// of a writer, then WriterEnter if it is the head: true when it holds; false when it waits (with <see cref="CheckAcquiredExclusive"/>)
     /// for its predecessor, or, at the head, for the readers to release.</summary>
     public bool TryLockExclusive(ref long word, int node, long key)
     {
-        int me = InitContext(node, key);
+        // RWMCSLock.tla WriterEnterFree: a free word (no queue, no reader) is taken with one CAS
+        // that guesses it, before the node is set up for waiting: where rows are rarely shared
+        // the word is cold, and a read before the CAS can fetch its line once to read and again
+        // to own it (docs/measured/StealDB.md, "The exclusive fast path"). The node is then the
+        // head and holds. A successor links to it, so its next must be clear before the CAS; the
+        // detector, which stops at a node whose ahead is unknown, must see it granted with nobody
+        // ahead; its key is read only while it waits. Its flag is cleared, not set to wait: no
+        // predecessor will wake it.
+        int me = node * NodeLongs;
+        _nodes[me + Next] = 0;
+        _nodes[me + SpinFlag] = Granted;
+        _nodes[me + WriterWaits] = 0;
+        _nodes[me + Ahead] = AheadNone;
+        // MCRWMCSLock.tla MutantWriterEntersRead guesses the readers' count kept.
+        long free = _writerEntersRead ? Volatile.Read(ref word) & ~TailMask : 0;
+        long w = Interlocked.CompareExchange(ref word, free | (uint)(node + 1), free), seen;
+        if (w == free) return true;
+        InitContext(node, key);
         _nodes[me + WriterWaits] = 1;
-        // The swap as CASes, since it keeps the count, the first one guessing a free word: where
-        // rows are rarely shared the word is cold, and a read before the CAS can fetch its line
-        // once to read and again to own it (2 % on Mcs: docs/measured/StealDB.md, "The exclusive fast path").
-        long w = 0, seen;
+        // SwapTail, as CASes since it keeps the count, the first guessing the word the failed one saw.
         while ((seen = Interlocked.CompareExchange(ref word, (w & ~TailMask) | (uint)(node + 1), w)) != w) w = seen;
         long pred = w & TailMask;
         Publish(me, pred);
@@ -251,22 +267,24 @@ internal sealed class McsLock
     {
         long next = Volatile.Read(ref _nodes[me + Next]);
         if (next != 0) return next;
-        int node = me / NodeLongs;
-        while (true)
+        if (_releaseClearsTail)
         {
-            long w = Volatile.Read(ref word);
-            if (_releaseClearsTail)
-            {
-                // RWMCSLock.tla has no such step; MCSLock.tla's MutantReleaseClearTail in this
-                // form: the tail cleared whoever swapped it, so a successor that has not linked
-                // yet is never woken.
-                if (Interlocked.CompareExchange(ref word, w & ~TailMask, w) == w) return 0;
-                continue;
-            }
-            if ((w & TailMask) != (uint)(node + 1)) break;
-            if (Interlocked.CompareExchange(ref word, w & ~TailMask, w) == w) return 0;
+            // RWMCSLock.tla has no such step; MCSLock.tla's MutantReleaseClearTail in this
+            // form: the tail cleared whoever swapped it, so a successor that has not linked
+            // yet is never woken.
+            long v;
+            do v = Volatile.Read(ref word); while (Interlocked.CompareExchange(ref word, v & ~TailMask, v) != v);
+            return 0;
         }
-        return AwaitLink(me);
+        // The CAS first guesses the word a writer's release finds (the tail is this node, no
+        // reader counted), as the writer's swap does; a failed one gives the next guess.
+        long mine = (uint)(me / NodeLongs + 1), w = mine, seen;
+        while ((seen = Interlocked.CompareExchange(ref word, w & ~TailMask, w)) != w)
+        {
+            if ((seen & TailMask) != mine) return AwaitLink(me);
+            w = seen;
+        }
+        return 0;
     }
 
     /// <summary>AwaitLink: a successor swapped the tail and is about to link itself.</summary>

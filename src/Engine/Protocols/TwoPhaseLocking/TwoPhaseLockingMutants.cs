@@ -33,4 +33,7 @@ internal enum TwoPhaseLockingMutants
     /// <summary>RWMCSLock.tla MutantLetGoBeforeRead: a node given up is released to its owner
     /// before its successor is read (McsLock).</summary>
     McsLetGoBeforeRead = 256,
+    /// <summary>MCRWMCSLock.tla MutantWriterEntersRead: the writer's fast path guesses a word with no
+    /// queue but keeps the readers' count, so it takes a word readers hold (McsLock).</summary>
+    McsWriterEntersRead = 512,
 }
