@@ -177,7 +177,7 @@ internal sealed class McsLock
         _nodes[me + Next] = 0;
         _nodes[me + SpinFlag] = Granted;
         _nodes[me + WriterWaits] = 0;
-        _nodes[me + Ahead] = AheadNone;
+        Publish(me, pred: 0);
         // MCRWMCSLock.tla MutantWriterEntersRead guesses the readers' count kept.
         long free = _writerEntersRead ? Volatile.Read(ref word) & ~TailMask : 0;
         long w = Interlocked.CompareExchange(ref word, free | (uint)(node + 1), free), seen;
