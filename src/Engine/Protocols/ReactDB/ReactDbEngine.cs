@@ -239,7 +239,8 @@ public sealed class ReactDbEngine : IAsyncDisposable
             long value = await node.RunLogic(function, args);
             if (!Mutants.CommitBeforeWaiting) await node.ChildrenDone(); // BeginCommit waits for SubTxnsDone
             AbortReason reason;
-            long decided = System.Diagnostics.Stopwatch.GetTimestamp();
+            bool timed = root.TimesNextDecision();
+            long decided = timed ? Stopwatch.GetTimestamp() : 0;
             if (node.BeginCommit())
             {
                 // Twin (ReactDBMutantFailedRootHangs): commitOrAbort only on success, so nothing
@@ -249,7 +250,7 @@ public sealed class ReactDbEngine : IAsyncDisposable
                 root.Abort(Silo, Trace); // AbortAll
             }
             else reason = root.Commit(Silo, Mutants, Trace);
-            root.CountDecision(System.Diagnostics.Stopwatch.GetTimestamp() - decided);
+            if (timed) root.CountDecision(Stopwatch.GetTimestamp() - decided);
             root.Release(reactor.Container, node);
             if (root.Error is { } error) throw new TransactionFailedException(program, error);
             var outcome = reason == AbortReason.None ? Outcome.Committed : AbortReasons.OutcomeOf(reason);
@@ -305,8 +306,9 @@ public sealed class ReactDbEngine : IAsyncDisposable
 
     /// <summary>The mean time, in microseconds, of a root attempt's commit protocol: from
     /// BeginCommit, once every sub-transaction has completed, to the end of its last WriteStep or
-    /// its AbortAll, over the engine's life (the paper's commit cost, seed 004 Section 4.3); NaN
-    /// before any. Call once no root runs.</summary>
+    /// its AbortAll, over the engine's life (the paper's commit cost, seed 004 Section 4.3),
+    /// estimated from the attempts each slot times (<see cref="RootTransaction.TimesNextDecision"/>);
+    /// NaN before any. Call once no root runs.</summary>
     internal double MeanCommitMicros()
     {
         long decisions = 0, ticks = 0;
