@@ -57,7 +57,7 @@ public sealed class ReactDbEngine : IAsyncDisposable
     /// <summary>Answers whose callers have read them.</summary>
     readonly ConcurrentQueue<PooledAnswer<ReactorResult>> _answers = new();
     readonly Action<PooledAnswer<ReactorResult>> _giveBack;
-    readonly Action<object?> _runRoot;
+    readonly Action<RootTransaction> _runRoot;
     readonly bool _taskAnswers;
     readonly HistoryRecorder? _recorder;
     readonly ConcurrentDictionary<ReactorFunction, TxnProgram> _programs = new();
@@ -97,16 +97,16 @@ public sealed class ReactDbEngine : IAsyncDisposable
         _log = logger ?? NullLogger.Instance;
         int containers = deployment.Containers, executors = options.ExecutorsPerContainer;
         bool pin = options.PinExecutors && containers * executors <= Environment.ProcessorCount;
+        _runRoot = root => _ = RunRoot(root);
         _executors = new ContainerExecutor[containers];
         for (int c = 0; c < containers; c++)
             _executors[c] = new ContainerExecutor(options.Name, c, executors,
-                                                  pin ? Enumerable.Range(c * executors, executors).ToArray() : null);
+                                                  pin ? Enumerable.Range(c * executors, executors).ToArray() : null, _runRoot);
         _recorder = options.RecordHistory ? new HistoryRecorder(options.MaxRootsInFlight * containers) : null;
         _roots = new RootTransaction[options.MaxRootsInFlight];
         for (int s = 0; s < options.MaxRootsInFlight; s++) _slots.Enqueue(_roots[s] = new RootTransaction(s, containers, options, _recorder));
         _free = new SemaphoreSlim(options.MaxRootsInFlight, options.MaxRootsInFlight);
         _giveBack = _answers.Enqueue;
-        _runRoot = root => _ = RunRoot((RootTransaction)root!);
         _taskAnswers = taskAnswers;
         _metrics = (meters is null ? EngineMetrics.Default : EngineMetrics.For(meters))
             .Track(ProtocolName, options.Name, Array.ConvertAll(_roots, r => r.Stats));
@@ -188,7 +188,7 @@ public sealed class ReactDbEngine : IAsyncDisposable
         bool traced = EngineTracing.Begin(out var parent, out long traceStart); // reads the clock only when traced
         root!.Call = new RootCall(reactor, function, program, args, cancel, answer, traced, traceStart, parent);
         var task = answer.Task; // before the root is queued: it may end at once
-        Task.Factory.StartNew(_runRoot, root, CancellationToken.None, TaskCreationOptions.DenyChildAttach, _executors[reactor.Container]);
+        _executors[reactor.Container].Queue(root);
         return task;
     }
 
