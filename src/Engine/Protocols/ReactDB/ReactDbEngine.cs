@@ -57,7 +57,6 @@ public sealed class ReactDbEngine : IAsyncDisposable
     /// <summary>Answers whose callers have read them.</summary>
     readonly ConcurrentQueue<PooledAnswer<ReactorResult>> _answers = new();
     readonly Action<PooledAnswer<ReactorResult>> _giveBack;
-    readonly Action<RootTransaction> _runRoot;
     readonly bool _taskAnswers;
     readonly HistoryRecorder? _recorder;
     readonly ConcurrentDictionary<ReactorFunction, TxnProgram> _programs = new();
@@ -97,11 +96,11 @@ public sealed class ReactDbEngine : IAsyncDisposable
         _log = logger ?? NullLogger.Instance;
         int containers = deployment.Containers, executors = options.ExecutorsPerContainer;
         bool pin = options.PinExecutors && containers * executors <= Environment.ProcessorCount;
-        _runRoot = root => _ = RunRoot(root);
+        Action<RootTransaction> runRoot = root => _ = RunRoot(root);
         _executors = new ContainerExecutor[containers];
         for (int c = 0; c < containers; c++)
             _executors[c] = new ContainerExecutor(options.Name, c, executors,
-                                                  pin ? Enumerable.Range(c * executors, executors).ToArray() : null, _runRoot);
+                                                  pin ? Enumerable.Range(c * executors, executors).ToArray() : null, runRoot);
         _recorder = options.RecordHistory ? new HistoryRecorder(options.MaxRootsInFlight * containers) : null;
         _roots = new RootTransaction[options.MaxRootsInFlight];
         for (int s = 0; s < options.MaxRootsInFlight; s++) _slots.Enqueue(_roots[s] = new RootTransaction(s, containers, options, _recorder));
