@@ -30,9 +30,10 @@ var giveUpNodes = new Option<bool>("--give-up-nodes") { Description = "Mcs: an a
 var waitThreshold = new Option<int>("--wait-threshold") { Description = "Mcs and the StealDB family: idle rounds of a lock wait before it aborts (the deadlock detector's last resort)", DefaultValueFactory = _ => new StealDbOptions().WaitThreshold };
 var maxNesting = new Option<int>("--max-nesting") { Description = "StealDB family: how deep stolen ops may nest (0: waiters only wait)", DefaultValueFactory = _ => new StealDbOptions().MaxNesting };
 var deployment = new Option<string>("--deployment") { Description = "ReactDB: sync (one container, an executor per thread) or async (a container per store section)", DefaultValueFactory = _ => "async" };
+var besideSilo = new Option<bool>("--beside-silo") { Description = "ReactDB's ycsb run: plain Silo through ContendEngine in the same process, the two in turn in slices of 0.1 s, and their ratio" };
 var callers = new Option<int>("--callers") { Description = "run through ContendEngine.ExecuteAsync, a service's front door, with this many async callers (0: the worker pool)", DefaultValueFactory = _ => 0 };
 
-var run = new Command("run", "run one protocol on one workload and print a summary") { protocol, workloadName, threads, seconds, warmup, check, output, seed, noPin, batch, alpha, noOverlap, waitThreshold, giveUpNodes, maxNesting, callers, deployment };
+var run = new Command("run", "run one protocol on one workload and print a summary") { protocol, workloadName, threads, seconds, warmup, check, output, seed, noPin, batch, alpha, noOverlap, waitThreshold, giveUpNodes, maxNesting, callers, deployment, besideSilo };
 knobs.AddTo(run);
 run.SetAction(parse =>
 {
@@ -43,6 +44,7 @@ run.SetAction(parse =>
     string name = parse.GetValue(protocol)!;
     if (name.Equals(ReactDbRunner.Protocol, StringComparison.OrdinalIgnoreCase)) return RunReactDb(parse, options, prefix);
     if (parse.GetResult(deployment) is { Implicit: false }) throw new UsageException($"--deployment is a ReactDB knob; this run's protocol is {name}");
+    if (parse.GetValue(besideSilo)) throw new UsageException($"{besideSilo.Name} is a knob of ReactDB's ycsb run; this run's protocol is {name}");
     var make = knobs.Factory(parse.GetValue(workloadName)!, parse);
     var optionsType = ProtocolRegistry.TryFind(name, out var descriptor) ? descriptor.OptionsType : null;
     foreach (var (owners, family, group) in new (Type[], string, Option[])[] { ([typeof(StrifeOptions)], "Strife", [batch, alpha, noOverlap]),
@@ -172,10 +174,12 @@ int RunReactDb(ParseResult parse, RunOptions options, string? prefix)
         if (parse.GetValue(callers) < 0) throw new UsageException($"--callers {parse.GetValue(callers)}: must not be negative (0: {ReactDbRunner.YcsbCallers}, the default)");
         var (rows, requests, reads, theta) = knobs.ReactDbYcsb(parse);
         int front = parse.GetValue(callers) is 0 ? ReactDbRunner.YcsbCallers : parse.GetValue(callers);
+        if (parse.GetValue(besideSilo)) return RunBesideSilo(rows, requests, reads, theta, front, options, prefix);
         row = ReactDbRunner.RunYcsb(rows, requests, reads, theta, front, options);
     }
     else
     {
+        if (parse.GetValue(besideSilo)) throw new UsageException($"{besideSilo.Name} is a knob of ReactDB's ycsb run, not of smartmart");
         if (parse.GetResult(callers) is { Implicit: false }) throw new UsageException($"{callers.Name} is not a knob of ReactDB's smartmart run: each cart is a caller (--carts)");
         row = ReactDbRunner.Run(knobs.SmartMart(parse), shape, options);
     }
@@ -183,6 +187,23 @@ int RunReactDb(ParseResult parse, RunOptions options, string? prefix)
     Console.WriteLine($"{row.Detail}\n{row.Config}\ntables and indexes: {row.TableBytes / (1024.0 * 1024 * 1024):F2} GiB");
     if (prefix is not null) Runner.Write(prefix, [row], Runner.Metadata(Environment.CommandLine, options.Seed));
     return row.Anomalies > 0 ? 1 : 0;
+}
+
+// ReactDB's sync deployment and plain Silo on the same YCSB work, measured in turn (InTurn).
+static int RunBesideSilo(long rows, int requests, double reads, double theta, int callers, RunOptions options, string? prefix)
+{
+    const double Slice = 0.1;
+    var (reactDb, silo, ratios) = new InTurn(Slice, options).Run(
+        seat => ReactDbRunner.RunYcsb(rows, requests, reads, theta, callers, options, seat),
+        seat => Runner.RunEmbedded("Silo", () => new Ycsb(rows, requests, reads, theta), options, callers, seat: seat));
+    Print([reactDb, silo]);
+    Array.Sort(ratios);
+    double Quantile(double q) => ratios[(int)Math.Round(q * (ratios.Length - 1))];
+    Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+        $"in turn, {ratios.Length} pairs of {Slice} s slices: ReactDB / Silo median {Quantile(0.5):F3} (quartiles {Quantile(0.25):F3}-{Quantile(0.75):F3}), of the totals {reactDb.Throughput / silo.Throughput:F3}"));
+    Console.WriteLine($"{reactDb.Config}\n{silo.Config}");
+    if (prefix is not null) Runner.Write(prefix, [reactDb, silo], Runner.Metadata(Environment.CommandLine, options.Seed));
+    return reactDb.Anomalies > 0 || silo.Anomalies > 0 ? 1 : 0;
 }
 
 static void Print(IReadOnlyList<RunRow> rows)

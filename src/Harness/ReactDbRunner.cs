@@ -84,7 +84,8 @@ internal static class ReactDbRunner
     /// root at a time, as <see cref="Runner.RunEmbedded"/>'s do against <see cref="ContendEngine"/>:
     /// the same work through each engine's front door, so that what ReactDB adds to Silo shows.
     /// </summary>
-    public static RunRow RunYcsb(long rows, int requests, double readFraction, double theta, int callers, RunOptions options)
+    /// <param name="seat">its place in an <see cref="InTurn"/> measurement; null: measured alone</param>
+    public static RunRow RunYcsb(long rows, int requests, double readFraction, double theta, int callers, RunOptions options, InTurn.Seat? seat = null)
     {
         var ycsb = new Ycsb(rows, requests, readFraction, theta, table: "ycsb.usertable");
         var db = new Database(); // the engine disposes it
@@ -125,7 +126,7 @@ internal static class ReactDbRunner
                     var result = await engine.ExecuteAsync(reactor, function, args).ConfigureAwait(false);
                     mine.Count(result.Outcome.Outcome, result.Outcome.Reason, start);
                 };
-            }, engine.ConflictAbortsByReason);
+            }, engine.ConflictAbortsByReason, seat: seat);
             long[] aborts = after.Zip(before, (a, b) => a - b).ToArray();
             long conflicts = aborts.Sum();
             SerializabilityChecker.Report? report = options.RecordHistory ? SerializabilityChecker.Check(engine.History()) : null;

@@ -65,8 +65,9 @@ internal static class Runner
     /// Latency is the caller's: queueing included. Conflict aborts are the engine's over the
     /// measured window.
     /// </summary>
+    /// <param name="seat">its place in an <see cref="InTurn"/> measurement; null: measured alone</param>
     public static RunRow RunEmbedded(string protocolName, Func<IWorkload> makeWorkload, RunOptions options, int callers,
-                                     ProtocolOptions? protocolOptions = null)
+                                     ProtocolOptions? protocolOptions = null, InTurn.Seat? seat = null)
     {
         if (!ProtocolRegistry.TryFind(protocolName, out var descriptor))
             throw UnknownProtocol(protocolName);
@@ -91,7 +92,7 @@ internal static class Runner
                 var outcome = await engine.ExecuteAsync(program, scratch.Args.AsSpan(0, program.ArgCount)).ConfigureAwait(false);
                 mine.Count(outcome.Outcome, outcome.Reason, start);
             };
-        }, engine.Totals);
+        }, engine.Totals, seat: seat);
         long conflicts = after.TotalAborts - before.TotalAborts;
         long[] aborts = after.Aborts.Zip(before.Aborts, (a, b) => a - b).ToArray(); // the measured window's
         SerializabilityChecker.Report? report = options.RecordHistory ? SerializabilityChecker.Check(engine.History()) : null;
@@ -110,17 +111,41 @@ internal static class Runner
     /// for the measured seconds, its stats reset when that window opens (and <paramref name="reset"/>
     /// called, on the caller's own flow, for what else it counts). Returns the callers' stats of
     /// the window, its length, and <paramref name="snapshot"/> taken as it opened and closed.
+    /// With a <paramref name="seat"/>, the callers work only in the run's slices of an
+    /// <see cref="InTurn"/> measurement, which opens the window and says its length.
     /// </summary>
     internal static (WorkerStats Total, double Seconds, T Before, T After) MeasureCallers<T>(
-        int callers, RunOptions options, Func<int, Func<WorkerStats, Task>> caller, Func<T> snapshot, Action<int>? reset = null)
+        int callers, RunOptions options, Func<int, Func<WorkerStats, Task>> caller, Func<T> snapshot, Action<int>? reset = null,
+        InTurn.Seat? seat = null)
     {
+        if (seat is not null && reset is not null) throw new ArgumentException("a run measured in turn resets its callers' stats between slices, not on their flows", nameof(reset));
         const int Warmup = 0, Measure = 1, Stop = 2;
         int phase = options.WarmupSeconds > 0 ? Warmup : Measure;
-        var stats = new WorkerStats[callers];
+        var stats = Enumerable.Range(0, callers).Select(_ => new WorkerStats()).ToArray();
         var work = Enumerable.Range(0, callers).Select(c => Task.Run(async () =>
         {
             var step = caller(c);
-            var mine = stats[c] = new WorkerStats();
+            var mine = stats[c];
+            if (seat is not null)
+            {
+                while (!seat.Stopped)
+                {
+                    if (!seat.TryEnter())
+                    {
+                        await seat.Opened.ConfigureAwait(false);
+                        continue;
+                    }
+                    try
+                    {
+                        await step(mine).ConfigureAwait(false);
+                    }
+                    finally
+                    {
+                        seat.Leave();
+                    }
+                }
+                return;
+            }
             bool measuring = false;
             while (Volatile.Read(ref phase) != Stop)
             {
@@ -133,6 +158,15 @@ internal static class Runner
                 await step(mine).ConfigureAwait(false);
             }
         })).ToArray();
+        var total = new WorkerStats();
+        if (seat is not null)
+        {
+            seat.Join(() => stats.Sum(s => s.Commits), () => Array.ForEach(stats, s => s.Reset()), () => snapshot()!);
+            Task.WaitAll(work);
+            foreach (var s in stats) total.Add(s);
+            // A run stopped before any measured slice (the other run failed) has no window.
+            return (total, seat.Seconds, seat.Before is T opened ? opened : default!, seat.After is T closed ? closed : default!);
+        }
         if (options.WarmupSeconds > 0)
         {
             Thread.Sleep(TimeSpan.FromSeconds(options.WarmupSeconds));
@@ -145,7 +179,6 @@ internal static class Runner
         double measured = clock.Elapsed.TotalSeconds;
         Volatile.Write(ref phase, Stop);
         Task.WaitAll(work);
-        var total = new WorkerStats();
         foreach (var s in stats) total.Add(s);
         return (total, measured, before, after);
     }

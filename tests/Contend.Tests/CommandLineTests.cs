@@ -30,6 +30,8 @@ public class CommandLineTests
     [InlineData("--callers is not a knob of ReactDB's smartmart run: each cart is a caller (--carts)", "run", "--protocol", "ReactDB", "--workload", "smartmart", "--callers", "2")]
     [InlineData("--order-items 30: must be a multiple of --order-sections (8) in 8..64", "run", "--protocol", "ReactDB", "--workload", "smartmart", "--order-items", "30")]
     [InlineData("--deployment is a ReactDB knob; this run's protocol is Silo", "run", "--protocol", "Silo", "--deployment", "sync")]
+    [InlineData("--beside-silo is a knob of ReactDB's ycsb run; this run's protocol is Silo", "run", "--protocol", "Silo", "--beside-silo")]
+    [InlineData("--beside-silo is a knob of ReactDB's ycsb run, not of smartmart", "run", "--protocol", "ReactDB", "--workload", "smartmart", "--beside-silo")]
     [InlineData("--deployment both: sync or async", "run", "--protocol", "ReactDB", "--workload", "smartmart", "--deployment", "both")]
     [InlineData("--rows is a ycsb knob; this run's workload is smartmart", "run", "--protocol", "ReactDB", "--workload", "smartmart", "--rows", "10")]
     [InlineData("zipf: theta = 1.5 must be in [0, 1)", "run", "--protocol", "NoWait", "--theta", "1.5", "--rows", "1000")]
@@ -144,6 +146,18 @@ public class CommandLineTests
                                           "--seconds", "0.3", "--warmup", "0", "--no-pin", "--check");
         AssertRowChecked("ReactDB", code, output, err);
         Assert.Contains("ReactDB sync deployment (1 container, 2 executors), one reactor owning the table, 3 async callers", output);
+    }
+
+    /// <summary>The same run beside plain Silo, the two in turn in one process: both rows, both
+    /// histories checked, and the ratio over the measured slices.</summary>
+    [Fact]
+    public void ReactDbRunsYcsbBesideSiloInTurn()
+    {
+        var (code, output, err) = Contend("run", "--protocol", "ReactDB", "--workload", "ycsb", "--rows", "2000", "--theta", "0.9", "--callers", "3",
+                                          "--seconds", "0.4", "--warmup", "0.1", "--no-pin", "--check", "--beside-silo");
+        AssertRowChecked("ReactDB", code, output, err);
+        AssertRowChecked("Silo", code, output, err);
+        Assert.Matches(@"in turn, 4 pairs of 0\.1 s slices: ReactDB / Silo median \d+\.\d{3} \(quartiles \d+\.\d{3}-\d+\.\d{3}\), of the totals \d+\.\d{3}", output);
     }
 
     [Fact]

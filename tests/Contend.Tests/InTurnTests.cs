@@ -1,0 +1,64 @@
+using System.Diagnostics;
+using Contend.Engine.Protocols;
+using Contend.Engine.Runtime;
+using Contend.Harness;
+
+namespace Contend.Tests;
+
+/// <summary>The harness's measurement in turn: two runs in one process, never both at once.</summary>
+public class InTurnTests
+{
+    /// <summary>Each run's callers step only in its own slices (a step of one never overlaps a step
+    /// of the other), both get every measured slice, and each run's window counts only what its
+    /// callers did in its measured slices.</summary>
+    [Fact]
+    public void TwoRunsStepOnlyInTheirOwnSlices()
+    {
+        var inStep = new int[2];
+        int overlaps = 0;
+        var options = new RunOptions(Threads: 1, Seconds: 0.6, WarmupSeconds: 0.2);
+        RunRow Side(InTurn.Seat seat, int me)
+        {
+            long steps = 0;
+            var (total, seconds, before, after) = Runner.MeasureCallers(3, options, _ => async stats =>
+            {
+                long start = Stopwatch.GetTimestamp();
+                Interlocked.Increment(ref inStep[me]);
+                if (Volatile.Read(ref inStep[1 - me]) != 0) Interlocked.Increment(ref overlaps);
+                await Task.Yield();
+                if (Volatile.Read(ref inStep[1 - me]) != 0) Interlocked.Increment(ref overlaps);
+                Interlocked.Decrement(ref inStep[me]);
+                Interlocked.Increment(ref steps);
+                stats.Count(Outcome.Committed, AbortReason.None, start);
+            }, () => Volatile.Read(ref steps), seat: seat);
+            Assert.Equal(after - before, total.Commits); // the window's commits are the callers' in it
+            return new RunRow($"side{me}", "none", "", 1, seconds, total.Commits, total.Commits / seconds, 0, 0, new Dictionary<string, long>(),
+                              0, 0, -1, -1, null, [], 0, new Dictionary<string, double>(), null);
+        }
+        var (first, second, ratios) = new InTurn(0.1, options).Run(seat => Side(seat, 0), seat => Side(seat, 1));
+        Assert.Equal(0, overlaps);
+        Assert.Equal(6, ratios.Length);
+        Assert.All(ratios, r => Assert.True(r > 0 && double.IsFinite(r), $"ratio {r}"));
+        foreach (var row in new[] { first, second })
+        {
+            Assert.True(row.Commits > 0, $"{row.Protocol}: no steps measured");
+            Assert.InRange(row.Seconds, 0.55, 1.5); // its six slices, each at least 0.1 s
+        }
+    }
+
+    /// <summary>A run that fails before it joins the turn fails the measurement, naming it, and
+    /// the other run stops rather than waiting for a turn that never comes.</summary>
+    [Fact]
+    public void ARunThatFailsEndsTheMeasurement()
+    {
+        var options = new RunOptions(Threads: 1, Seconds: 0.2, WarmupSeconds: 0);
+        var error = Assert.Throws<InvalidOperationException>(() => new InTurn(0.1, options).Run(
+            _ => throw new ArgumentException("no table"),
+            seat =>
+            {
+                Runner.MeasureCallers(1, options, _ => _ => Task.Delay(1), () => 0, seat: seat);
+                return null!;
+            }));
+        Assert.IsType<ArgumentException>(error.InnerException);
+    }
+}
