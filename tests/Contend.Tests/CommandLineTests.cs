@@ -339,6 +339,7 @@ public class CommandLineTests
         string summary = File.ReadAllText(Path.Combine(results, "summary.md"));
         Assert.Contains(">= 1.8x (the bound here: 2x)", summary);
         Assert.Contains("ReactDB sync / Silo, YCSB theta 0.0 | >= 0.95x", summary);
+        Assert.Contains("against plain Silo, measured in turn in one process (0.1 s slices)", summary);
         Assert.Matches(@"\| ReactDB \((sync|async)\) / Orleans transactions, 2 carts \| >= 10x \| \d", summary);
         Assert.Matches(@"\| 2 \| Orleans \| [\d,]+ \| [\d,]+ \| [\d,]+ \| [\d,]+ \|", summary);
         Assert.Contains("68.2 us sync, 93.8 us async (Size 8)", output);
