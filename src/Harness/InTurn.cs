@@ -15,6 +15,11 @@ namespace Contend.Harness;
 /// readable while the machine swings.</remarks>
 internal sealed class InTurn
 {
+    /// <summary>The slice the command and the study use: long enough that the drain between slices
+    /// (a call in flight, some microseconds) is lost in it, short enough that the machine rarely
+    /// changes speed inside one.</summary>
+    public const double Slice = 0.1;
+
     readonly double _sliceSeconds;
     readonly int _warmupSlices, _slices;
     readonly Seat[] _seats;
@@ -28,9 +33,6 @@ internal sealed class InTurn
         _slices = Math.Max(1, (int)Math.Round(options.Seconds / sliceSeconds));
         _seats = [new Seat(), new Seat()];
     }
-
-    /// <summary>Run <paramref name="index"/>'s (0 or 1) place in the turn.</summary>
-    public Seat this[int index] => _seats[index];
 
     /// <summary>Runs <paramref name="first"/> and <paramref name="second"/>, each on a thread of its
     /// own with its seat, and drives their slices; returns their rows and, per pair of slices, the

@@ -192,15 +192,16 @@ int RunReactDb(ParseResult parse, RunOptions options, string? prefix)
 // ReactDB's sync deployment and plain Silo on the same YCSB work, measured in turn (InTurn).
 static int RunBesideSilo(long rows, int requests, double reads, double theta, int callers, RunOptions options, string? prefix)
 {
-    const double Slice = 0.1;
-    var (reactDb, silo, ratios) = new InTurn(Slice, options).Run(
+    var (reactDb, silo, ratios) = new InTurn(InTurn.Slice, options).Run(
         seat => ReactDbRunner.RunYcsb(rows, requests, reads, theta, callers, options, seat),
         seat => Runner.RunEmbedded("Silo", () => new Ycsb(rows, requests, reads, theta), options, callers, seat: seat));
     Print([reactDb, silo]);
     Array.Sort(ratios);
     double Quantile(double q) => ratios[(int)Math.Round(q * (ratios.Length - 1))];
-    Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
-        $"in turn, {ratios.Length} pairs of {Slice} s slices: ReactDB / Silo median {Quantile(0.5):F3} (quartiles {Quantile(0.25):F3}-{Quantile(0.75):F3}), of the totals {reactDb.Throughput / silo.Throughput:F3}"));
+    Console.WriteLine(ratios.Length == 0
+        ? "in turn: no pair of slices in which Silo committed anything"
+        : string.Create(CultureInfo.InvariantCulture,
+            $"in turn, {ratios.Length} pairs of {InTurn.Slice} s slices: ReactDB / Silo median {Quantile(0.5):F3} (quartiles {Quantile(0.25):F3}-{Quantile(0.75):F3}), of the totals {reactDb.Throughput / silo.Throughput:F3}"));
     Console.WriteLine($"{reactDb.Config}\n{silo.Config}");
     if (prefix is not null) Runner.Write(prefix, [reactDb, silo], Runner.Metadata(Environment.CommandLine, options.Seed));
     return reactDb.Anomalies > 0 || silo.Anomalies > 0 ? 1 : 0;

@@ -35,7 +35,7 @@ public class InTurnTests
             return new RunRow($"side{me}", "none", "", 1, seconds, total.Commits, total.Commits / seconds, 0, 0, new Dictionary<string, long>(),
                               0, 0, -1, -1, null, [], 0, new Dictionary<string, double>(), null);
         }
-        var (first, second, ratios) = new InTurn(0.1, options).Run(seat => Side(seat, 0), seat => Side(seat, 1));
+        var (first, second, ratios) = new InTurn(InTurn.Slice, options).Run(seat => Side(seat, 0), seat => Side(seat, 1));
         Assert.Equal(0, overlaps);
         Assert.Equal(6, ratios.Length);
         Assert.All(ratios, r => Assert.True(r > 0 && double.IsFinite(r), $"ratio {r}"));
@@ -52,7 +52,7 @@ public class InTurnTests
     public void ARunThatFailsEndsTheMeasurement()
     {
         var options = new RunOptions(Threads: 1, Seconds: 0.2, WarmupSeconds: 0);
-        var error = Assert.Throws<InvalidOperationException>(() => new InTurn(0.1, options).Run(
+        var error = Assert.Throws<InvalidOperationException>(() => new InTurn(InTurn.Slice, options).Run(
             _ => throw new ArgumentException("no table"),
             seat =>
             {

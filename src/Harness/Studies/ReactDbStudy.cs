@@ -51,7 +51,7 @@ internal static class ReactDbStudy
             new("orleans", $"SmartMart, 32 items over 8 store sections, k carts: ReactDB's two deployments and Orleans transactions (the same reactors as transactional grains), {options.Threads} workers",
                 "carts k, a client each",
                 carts.Select(k => (k.ToString(CultureInfo.InvariantCulture), WithOrleans(new SmartMart(8, items, 32, 8, 150, 0, 0, carts: k)))).ToList(), [Sync, Async, OrleansRunner.Series]),
-            new("silo", $"YCSB, {rows:N0} rows, 16 requests, 50% reads, in one container: ReactDB's sync deployment against plain Silo, measured in turn in one process ({InTurnSlice} s slices), {ReactDbRunner.YcsbCallers} async callers, {options.Threads} workers",
+            new("silo", $"YCSB, {rows:N0} rows, 16 requests, 50% reads, in one container: ReactDB's sync deployment against plain Silo, measured in turn in one process ({InTurn.Slice} s slices), {ReactDbRunner.YcsbCallers} async callers, {options.Threads} workers",
                 "Zipf theta (contention rises to the right)",
                 thetas.Select(t => (t.ToString("0.0", CultureInfo.InvariantCulture), SingleContainer(rows, t))).ToList(), [ReactDb, Silo]),
         ];
@@ -64,9 +64,6 @@ internal static class ReactDbStudy
     /// <summary>A SmartMart point with Orleans beside ReactDB's deployments.</summary>
     static PointRun WithOrleans(SmartMart mart) => (series, options) =>
         series == OrleansRunner.Series ? OrleansRunner.Run(mart, options) : Mart(mart)(series, options);
-
-    /// <summary>The slices the silo figure's engines take turns in.</summary>
-    const double InTurnSlice = 0.1;
 
     /// <summary>A YCSB point: ReactDB's sync deployment and Silo through <see cref="Contend.Engine.Runtime.ContendEngine"/>,
     /// measured in turn (<see cref="InTurn"/>). The call for either series runs both; the next
@@ -85,7 +82,7 @@ internal static class ReactDbStudy
                 other = null;
                 return kept;
             }
-            var (reactDb, silo, _) = new InTurn(InTurnSlice, options).Run(
+            var (reactDb, silo, _) = new InTurn(InTurn.Slice, options).Run(
                 seat => ReactDbRunner.RunYcsb(rows, 16, 0.5, theta, ReactDbRunner.YcsbCallers, options, seat),
                 seat => Runner.RunEmbedded(Silo, () => new Ycsb(rows, 16, 0.5, theta), options, ReactDbRunner.YcsbCallers, seat: seat));
             other = series == Silo ? reactDb : silo;
