@@ -42,7 +42,7 @@ public class InTurnTests
         foreach (var row in new[] { first, second })
         {
             Assert.True(row.Commits > 0, $"{row.Protocol}: no steps measured");
-            Assert.InRange(row.Seconds, 0.55, 1.5); // its six slices, each at least 0.1 s
+            Assert.True(row.Seconds >= 0.599, $"{row.Protocol}: {row.Seconds} s measured, less than its six slices of 0.1 s"); // no upper bound: a loaded machine stretches a slice
         }
     }
 
