@@ -192,9 +192,7 @@ int RunReactDb(ParseResult parse, RunOptions options, string? prefix)
 // ReactDB's sync deployment and plain Silo on the same YCSB work, measured in turn (InTurn).
 static int RunBesideSilo(long rows, int requests, double reads, double theta, int callers, RunOptions options, string? prefix)
 {
-    var (reactDb, silo, ratios) = new InTurn(InTurn.Slice, options).Run(
-        seat => ReactDbRunner.RunYcsb(rows, requests, reads, theta, callers, options, seat),
-        seat => Runner.RunEmbedded("Silo", () => new Ycsb(rows, requests, reads, theta), options, callers, seat: seat));
+    var (reactDb, silo, ratios) = ReactDbRunner.RunYcsbBesideSilo(rows, requests, reads, theta, callers, options);
     Print([reactDb, silo]);
     Array.Sort(ratios);
     double Quantile(double q) => ratios[(int)Math.Round(q * (ratios.Length - 1))];

@@ -82,9 +82,7 @@ internal static class ReactDbStudy
                 other = null;
                 return kept;
             }
-            var (reactDb, silo, _) = new InTurn(InTurn.Slice, options).Run(
-                seat => ReactDbRunner.RunYcsb(rows, 16, 0.5, theta, ReactDbRunner.YcsbCallers, options, seat),
-                seat => Runner.RunEmbedded(Silo, () => new Ycsb(rows, 16, 0.5, theta), options, ReactDbRunner.YcsbCallers, seat: seat));
+            var (reactDb, silo, _) = ReactDbRunner.RunYcsbBesideSilo(rows, 16, 0.5, theta, ReactDbRunner.YcsbCallers, options);
             other = series == Silo ? reactDb : silo;
             return series == Silo ? silo : reactDb;
         };
