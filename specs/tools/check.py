@@ -330,6 +330,25 @@ def select(models: list[Model], names: list[str], include_manual: bool) -> list[
     return chosen
 
 
+def longest_first(models: list[Model], path: Path = MANIFEST) -> list[Model]:
+    """The models ordered by the seconds the manifest last observed, longest first (a derived
+    reachability model counts as its base model's), so that processes sharing the list end
+    together: whichever is free takes the next, and the last ones are the short ones."""
+    raw = json.loads(path.read_text())
+    seconds = {e["name"]: e.get("observed", {}).get("seconds") or 0.0 for e in raw["models"]}
+    return sorted(models, key=lambda m: -seconds.get(m.name.split(":")[0], 0.0))
+
+
+def claim(share: Path, model: Model) -> bool:
+    """True for the one process sharing `share` that claims the model first: it creates a file
+    named after the model there, which no other process can create after it."""
+    try:
+        os.close(os.open(share / model.name.replace("/", "_"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        return True
+    except FileExistsError:
+        return False
+
+
 def fmt(n) -> str:
     return "-" if n is None else f"{n:,}"
 
@@ -347,6 +366,9 @@ def main(argv: list[str]) -> int:
                     help="the manifest to read (default: specs/models.json); spec and cfg paths are relative to it")
     ap.add_argument("--reachability-only", action="store_true",
                     help="run only the derived reachability models (<model>:<invariant>) of the models chosen")
+    ap.add_argument("--share", type=Path, default=None, metavar="DIR",
+                    help="share the models chosen with other specs/check processes given the same DIR: each runs "
+                         "the next model none has claimed, longest first, and reports only the ones it ran")
     args = ap.parse_args(argv)
     human = sys.stderr if args.json else sys.stdout
 
@@ -359,6 +381,10 @@ def main(argv: list[str]) -> int:
             for m in chosen:
                 print(m.name)
             return 0
+        if args.share:
+            if not args.share.is_dir():
+                raise UsageError(f"--share {args.share}: not a directory")
+            chosen = longest_first(chosen, args.manifest)
         java = java_bin()
         jar = find_tlc()
     except UsageError as e:
@@ -369,6 +395,8 @@ def main(argv: list[str]) -> int:
     print(f"TLC: {jar}\nlogs: {logdir}", file=human)
     results = []
     for m in chosen:
+        if args.share and not claim(args.share, m):
+            continue
         r = run_model(m, jar, java, args.workers, args.timeout, logdir)
         results.append(r)
         if args.json:
@@ -393,7 +421,8 @@ def main(argv: list[str]) -> int:
         record(results, args.workers, args.manifest)
         print(f"recorded observed figures in {args.manifest}", file=human)
     print(f"{passed} passed, {failed} failed", file=human)
-    return 0 if failed == 0 and results else 1
+    # Sharing, a process may find every model claimed by the others; alone, running none is a failure.
+    return 0 if failed == 0 and (results or args.share) else 1
 
 
 if __name__ == "__main__":

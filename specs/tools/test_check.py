@@ -193,6 +193,70 @@ class ManifestTest(unittest.TestCase):
             check.select(models, ["Nothing*"], False)
 
 
+class ShareTest(unittest.TestCase):
+    """Processes given one --share folder split the models: each runs those it claims first."""
+
+    def setUp(self):
+        self.ws = Workspace()
+        self.addCleanup(self.ws.dir.cleanup)
+        for name in ("Short", "Long", "Middle"):
+            self.ws.cfg(name, "SPECIFICATION Spec\n")
+        entry = lambda name, seconds: {"name": name, "spec": "P/MCP.tla", "cfg": f"P/{name}.cfg", "expect": "pass",
+                                        "reaches": [f"{name}Reachable"], "observed": {"seconds": seconds}}
+        self.path = self.ws.manifest([entry("Short", 1.0), entry("Long", 90.0), entry("Middle", 10.0)])
+        self.share = self.ws.root / "share"
+        self.share.mkdir()
+
+    def run_main(self, *extra):
+        ran = []
+
+        def run_model(model, *_):
+            ran.append(model.name)
+            return check.Result(model, model.expect)
+        out = io.StringIO()
+        with mock.patch.object(check, "run_model", run_model), \
+                mock.patch.object(check, "find_tlc", return_value=Path("tla2tools.jar")), \
+                mock.patch.object(check, "java_bin", return_value="java"), \
+                contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            code = check.main(["--manifest", str(self.path), *extra])
+        return code, ran, out.getvalue()
+
+    def test_longest_first_keeps_a_reachability_model_beside_its_base(self):
+        models = check.with_reachability(check.load_manifest(self.path))
+        self.assertEqual([m.name for m in check.longest_first(models, self.path)],
+                         ["Long", "Long:LongReachable", "Middle", "Middle:MiddleReachable",
+                          "Short", "Short:ShortReachable"])
+
+    def test_a_model_is_claimed_once(self):
+        model = check.load_manifest(self.path)[0]
+        self.assertTrue(check.claim(self.share, model))
+        self.assertFalse(check.claim(self.share, model))
+
+    def test_a_process_runs_only_what_no_other_claimed(self):
+        for name in ("Long", "Middle:MiddleReachable"):
+            (self.share / name).touch()
+        code, ran, out = self.run_main("--share", str(self.share))
+        self.assertEqual(code, 0)
+        self.assertEqual(ran, ["Long:LongReachable", "Middle", "Short", "Short:ShortReachable"])
+        self.assertIn("4 passed, 0 failed", out)
+        # a second process finds every model claimed: it runs none, and that is no failure
+        code, ran, out = self.run_main("--share", str(self.share))
+        self.assertEqual((code, ran), (0, []))
+        self.assertIn("0 passed, 0 failed", out)
+
+    def test_alone_running_no_model_fails(self):
+        with mock.patch.object(check, "with_reachability", return_value=[]):
+            code, ran, _ = self.run_main()
+        self.assertEqual((code, ran), (1, []))
+
+    def test_share_must_be_a_folder(self):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            code = check.main(["--manifest", str(self.path), "--share", str(self.ws.root / "none")])
+        self.assertEqual(code, 2)
+        self.assertIn("not a directory", err.getvalue())
+
+
 class FindTlcTest(unittest.TestCase):
     def test_env_jar_missing_is_an_error(self):
         with mock.patch.dict(os.environ, {"TLA2TOOLS_JAR": "/nonexistent/tla2tools.jar"}):
