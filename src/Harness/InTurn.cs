@@ -67,6 +67,7 @@ internal sealed class InTurn
                     rates[i] = _seats[i].Slice(_sliceSeconds, measured);
                 if (measured && rates[1] > 0) ratios.Add(rates[0] / rates[1]);
             }
+            foreach (var seat in _seats) seat.CloseWindow();
         }
         foreach (var seat in _seats) seat.Stop();
         foreach (var t in threads) t.Join();
@@ -137,6 +138,9 @@ internal sealed class InTurn
             Before = _snapshot!();
         }
 
+        /// <summary>After the last slice, while none of the run's callers steps.</summary>
+        internal void CloseWindow() => After = _snapshot!();
+
         /// <summary>Gives the run the turn for <paramref name="seconds"/>, then takes it back once
         /// every step in flight has ended; the run's commits per second in the slice.</summary>
         internal double Slice(double seconds, bool measured)
@@ -154,7 +158,6 @@ internal sealed class InTurn
             double elapsed = clock.Elapsed.TotalSeconds;
             if (!measured) return 0;
             Seconds += elapsed;
-            After = _snapshot!();
             return (_commits() - before) / elapsed;
         }
 

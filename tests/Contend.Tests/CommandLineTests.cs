@@ -338,7 +338,7 @@ public class CommandLineTests
         }
         string summary = File.ReadAllText(Path.Combine(results, "summary.md"));
         Assert.Contains(">= 1.8x (the bound here: 2x)", summary);
-        Assert.Contains("ReactDB sync / Silo, YCSB theta 0.0 | >= 0.95x", summary);
+        Assert.Contains("ReactDB sync / Silo, YCSB theta 0.0, measured in turn | >= 0.95x", summary);
         Assert.Contains("against plain Silo, measured in turn in one process (0.1 s slices)", summary);
         Assert.Matches(@"\| ReactDB \((sync|async)\) / Orleans transactions, 2 carts \| >= 10x \| \d", summary);
         Assert.Matches(@"\| 2 \| Orleans \| [\d,]+ \| [\d,]+ \| [\d,]+ \| [\d,]+ \|", summary);
@@ -360,6 +360,21 @@ public class CommandLineTests
         Assert.Empty(Harness.Studies.Study.InFastWindow([runs[^1]], double.NaN));
         Assert.Equal("-", Harness.Studies.Study.Times(double.NaN));
         Assert.Equal("1.50x", Harness.Studies.Study.Times(1.5));
+    }
+
+    [Fact]
+    public void FastWindowKeepsOrDropsTheRowsOfOneRunInTurnTogether()
+    {
+        static Harness.Studies.StudyRun Run(string point, int repeat, string series, double after) =>
+            new("silo", point, series, repeat, new Harness.RunRow(series, "w", "c", 2, 1, 1, 1, 0, 0, new Dictionary<string, long>(), 0, 0, 0, 0, null, [], 0, new Dictionary<string, double>(), null),
+                70, after);
+        // Repeat 0 at theta 0.9: the first series' probes are fast, the second's (the same run in turn) slow after.
+        var runs = new[] { Run("0.9", 0, "ReactDB", 80), Run("0.9", 0, "Silo", 300), Run("0.9", 1, "Silo", 80), Run("0.9", 1, "ReactDB", 90),
+                           Run("0.0", 0, "ReactDB", 80), Run("0.0", 0, "Silo", 80) };
+        Assert.Equal(5, Harness.Studies.Study.InFastWindow(runs, 140).Count);
+        var together = Harness.Studies.Study.InFastWindow(runs, 140, inTurn: true);
+        Assert.Equal([("0.9", 1, "Silo"), ("0.9", 1, "ReactDB"), ("0.0", 0, "ReactDB"), ("0.0", 0, "Silo")],
+                     together.Select(r => (r.Point, r.Repeat, r.Protocol)));
     }
 
     /// <summary>Each run's row ends with the cache-line round trips measured before and after

@@ -38,9 +38,11 @@ internal delegate RunRow PointRun(string series, RunOptions options);
 /// <summary>A figure: one run per x point (a workload, <see cref="Study.Workload"/>), the same
 /// protocols at each, on the study's workers or on <paramref name="Workers"/> where set;
 /// <paramref name="Rerun"/> names, point by point, the other figures' points whose workloads it
-/// runs again (<see cref="Study.OnOneWorker"/>).</summary>
+/// runs again (<see cref="Study.OnOneWorker"/>); <paramref name="InTurn"/>: one run at a point
+/// measures every series of a repeat together (<see cref="Contend.Harness.InTurn"/>), so the
+/// fast window keeps or drops them together (<see cref="Study.InFastWindow"/>).</summary>
 internal sealed record Figure(string Name, string Title, string XLabel, IReadOnlyList<(string Label, PointRun Run)> Points, IReadOnlyList<string> Protocols,
-                            int? Workers = null, IReadOnlyList<(string Figure, string Point)>? Rerun = null);
+                            int? Workers = null, IReadOnlyList<(string Figure, string Point)>? Rerun = null, bool InTurn = false);
 
 internal static class Study
 {
@@ -95,9 +97,16 @@ internal static class Study
         runs.SelectMany(r => new[] { r.LineBefore, r.LineAfter }).Where(ns => !double.IsNaN(ns));
 
     /// <summary>The runs whose probes before and after are both within <paramref name="limit"/>
-    /// (<see cref="FastWindowLimit"/>); none when it is NaN.</summary>
-    public static List<StudyRun> InFastWindow(IEnumerable<StudyRun> runs, double limit) =>
-        runs.Where(r => r.LineBefore <= limit && r.LineAfter <= limit).ToList();
+    /// (<see cref="FastWindowLimit"/>); none when it is NaN. With <paramref name="inTurn"/>, the
+    /// runs of one point and repeat are one measurement: kept only if every probe of them is
+    /// within, for a ratio between two rows of one run in turn must not lose one of them.</summary>
+    public static List<StudyRun> InFastWindow(IEnumerable<StudyRun> runs, double limit, bool inTurn = false)
+    {
+        static bool Fast(StudyRun r, double limit) => r.LineBefore <= limit && r.LineAfter <= limit;
+        if (!inTurn) return runs.Where(r => Fast(r, limit)).ToList();
+        var slow = runs.Where(r => !Fast(r, limit)).Select(r => (r.Point, r.Repeat)).ToHashSet();
+        return runs.Where(r => !slow.Contains((r.Point, r.Repeat))).ToList();
+    }
 
     /// <summary>Series <paramref name="a"/>'s median throughput over <paramref name="b"/>'s at one point of a figure.</summary>
     public static double Ratio(IReadOnlyList<StudyPoint> points, string figure, string label, string a, string b) =>
@@ -207,7 +216,7 @@ internal static class Study
             all.AddRange(points);
             summary.Append(ThroughputTable(figure, points, cellNote.What, cellNote.Extra));
             summary.Append(ratios(figure, points));
-            var fast = InFastWindow(runs, limit);
+            var fast = InFastWindow(runs, limit, figure.InTurn);
             summary.Append(LineSummary(runs, fast.Count, limit));
             var fastPoints = Medians(figure, fast);
             allFast.AddRange(fastPoints);
