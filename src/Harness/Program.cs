@@ -30,10 +30,10 @@ var giveUpNodes = new Option<bool>("--give-up-nodes") { Description = "Mcs: an a
 var waitThreshold = new Option<int>("--wait-threshold") { Description = "Mcs and the StealDB family: idle rounds of a lock wait before it aborts (the deadlock detector's last resort)", DefaultValueFactory = _ => new StealDbOptions().WaitThreshold };
 var maxNesting = new Option<int>("--max-nesting") { Description = "StealDB family: how deep stolen ops may nest (0: waiters only wait)", DefaultValueFactory = _ => new StealDbOptions().MaxNesting };
 var deployment = new Option<string>("--deployment") { Description = "ReactDB: sync (one container, an executor per thread) or async (a container per store section)", DefaultValueFactory = _ => "async" };
-var besideSilo = new Option<bool>("--beside-silo") { Description = "ReactDB's ycsb run: plain Silo through ContendEngine in the same process, the two in turn in slices of 0.1 s, and their ratio" };
+var beside = new Option<string?>("--beside") { Description = "another protocol through its front door (ContendEngine) on the same work in the same process, the two in turn in slices of 0.1 s, and their ratio: with --callers, or under ReactDB's ycsb run (the knobs are --protocol's; e.g. --protocol ReactDB --workload ycsb --beside Silo)" };
 var callers = new Option<int>("--callers") { Description = "run through ContendEngine.ExecuteAsync, a service's front door, with this many async callers (0: the worker pool)", DefaultValueFactory = _ => 0 };
 
-var run = new Command("run", "run one protocol on one workload and print a summary") { protocol, workloadName, threads, seconds, warmup, check, output, seed, noPin, batch, alpha, noOverlap, waitThreshold, giveUpNodes, maxNesting, callers, deployment, besideSilo };
+var run = new Command("run", "run one protocol on one workload and print a summary") { protocol, workloadName, threads, seconds, warmup, check, output, seed, noPin, batch, alpha, noOverlap, waitThreshold, giveUpNodes, maxNesting, callers, deployment, beside };
 knobs.AddTo(run);
 run.SetAction(parse =>
 {
@@ -44,7 +44,6 @@ run.SetAction(parse =>
     string name = parse.GetValue(protocol)!;
     if (name.Equals(ReactDbRunner.Protocol, StringComparison.OrdinalIgnoreCase)) return RunReactDb(parse, options, prefix);
     if (parse.GetResult(deployment) is { Implicit: false }) throw new UsageException($"--deployment is a ReactDB knob; this run's protocol is {name}");
-    if (parse.GetValue(besideSilo)) throw new UsageException($"{besideSilo.Name} is a knob of ReactDB's ycsb run; this run's protocol is {name}");
     var make = knobs.Factory(parse.GetValue(workloadName)!, parse);
     var optionsType = ProtocolRegistry.TryFind(name, out var descriptor) ? descriptor.OptionsType : null;
     foreach (var (owners, family, group) in new (Type[], string, Option[])[] { ([typeof(StrifeOptions)], "Strife", [batch, alpha, noOverlap]),
@@ -60,6 +59,14 @@ run.SetAction(parse =>
                             : null;
     protocolOptions?.Validate(options.Threads); // bad knobs fail here, before any load
     RunRow row;
+    if (parse.GetValue(beside) is { } other)
+    {
+        if (parse.GetValue(callers) is 0) throw new UsageException($"{beside.Name} runs both protocols through their front doors: give --callers");
+        string otherName = BesideProtocol(other);
+        return PrintInTurn(new InTurn(InTurn.Slice, options).Run(seat => Runner.RunEmbedded(name, make, options, parse.GetValue(callers), protocolOptions, seat),
+                                                                 seat => Runner.RunEmbedded(otherName, make, options, parse.GetValue(callers), seat: seat)),
+                           options, prefix);
+    }
     if (parse.GetValue(callers) is not 0 and var front) row = Runner.RunEmbedded(name, make, options, front, protocolOptions);
     else if (options.WarmupSeconds + options.Seconds > 3 && !Console.IsOutputRedirected)
     {
@@ -174,12 +181,13 @@ int RunReactDb(ParseResult parse, RunOptions options, string? prefix)
         if (parse.GetValue(callers) < 0) throw new UsageException($"--callers {parse.GetValue(callers)}: must not be negative (0: {ReactDbRunner.YcsbCallers}, the default)");
         var (rows, requests, reads, theta) = knobs.ReactDbYcsb(parse);
         int front = parse.GetValue(callers) is 0 ? ReactDbRunner.YcsbCallers : parse.GetValue(callers);
-        if (parse.GetValue(besideSilo)) return RunBesideSilo(rows, requests, reads, theta, front, options, prefix);
+        if (parse.GetValue(beside) is { } other)
+            return PrintInTurn(ReactDbRunner.RunYcsbBeside(BesideProtocol(other), rows, requests, reads, theta, front, options), options, prefix);
         row = ReactDbRunner.RunYcsb(rows, requests, reads, theta, front, options);
     }
     else
     {
-        if (parse.GetValue(besideSilo)) throw new UsageException($"{besideSilo.Name} is a knob of ReactDB's ycsb run, not of smartmart");
+        if (parse.GetValue(beside) is not null) throw new UsageException($"{beside.Name} is a knob of ReactDB's ycsb run, not of smartmart");
         if (parse.GetResult(callers) is { Implicit: false }) throw new UsageException($"{callers.Name} is not a knob of ReactDB's smartmart run: each cart is a caller (--carts)");
         row = ReactDbRunner.Run(knobs.SmartMart(parse), shape, options);
     }
@@ -189,20 +197,30 @@ int RunReactDb(ParseResult parse, RunOptions options, string? prefix)
     return row.Anomalies > 0 ? 1 : 0;
 }
 
-// ReactDB's sync deployment and plain Silo on the same YCSB work, measured in turn (InTurn).
-static int RunBesideSilo(long rows, int requests, double reads, double theta, int callers, RunOptions options, string? prefix)
+// The protocol --beside names: one that runs behind ContendEngine's front door.
+static string BesideProtocol(string name)
 {
-    var (reactDb, silo, ratios) = ReactDbRunner.RunYcsbBesideSilo(rows, requests, reads, theta, callers, options);
-    Print([reactDb, silo]);
+    if (name.Equals(ReactDbRunner.Protocol, StringComparison.OrdinalIgnoreCase) || name.Equals("Chiller", StringComparison.OrdinalIgnoreCase))
+        throw new UsageException($"--beside {name}: the protocol beside runs through ContendEngine's front door, which {name} does not");
+    if (!ProtocolRegistry.TryFind(name, out var descriptor)) throw new UsageException(ProtocolRegistry.Unknown(name));
+    return descriptor.Name;
+}
+
+// Two runs measured in turn (InTurn): both rows, and the first's throughput over the second's per pair of slices.
+static int PrintInTurn((RunRow First, RunRow Second, double[] Ratios) pair, RunOptions options, string? prefix)
+{
+    var (first, second, ratios) = pair;
+    Print([first, second]);
     Array.Sort(ratios);
     double Quantile(double q) => ratios[(int)Math.Round(q * (ratios.Length - 1))];
+    string of = $"{first.Protocol} / {second.Protocol}";
     Console.WriteLine(ratios.Length == 0
-        ? "in turn: no pair of slices in which Silo committed anything"
+        ? $"in turn: no pair of slices in which {second.Protocol} committed anything"
         : string.Create(CultureInfo.InvariantCulture,
-            $"in turn, {ratios.Length} pairs of {InTurn.Slice} s slices: ReactDB / Silo median {Quantile(0.5):F3} (quartiles {Quantile(0.25):F3}-{Quantile(0.75):F3}), of the totals {reactDb.Throughput / silo.Throughput:F3}"));
-    Console.WriteLine($"{reactDb.Config}\n{silo.Config}");
-    if (prefix is not null) Runner.Write(prefix, [reactDb, silo], Runner.Metadata(Environment.CommandLine, options.Seed));
-    return reactDb.Anomalies > 0 || silo.Anomalies > 0 ? 1 : 0;
+            $"in turn, {ratios.Length} pairs of {InTurn.Slice} s slices: {of} median {Quantile(0.5):F3} (quartiles {Quantile(0.25):F3}-{Quantile(0.75):F3}), of the totals {first.Throughput / second.Throughput:F3}"));
+    Console.WriteLine($"{first.Config}\n{second.Config}");
+    if (prefix is not null) Runner.Write(prefix, [first, second], Runner.Metadata(Environment.CommandLine, options.Seed));
+    return first.Anomalies > 0 || second.Anomalies > 0 ? 1 : 0;
 }
 
 static void Print(IReadOnlyList<RunRow> rows)

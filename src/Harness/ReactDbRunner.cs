@@ -145,14 +145,14 @@ internal static class ReactDbRunner
         }
     }
 
-    /// <summary><see cref="RunYcsb"/> and plain Silo through <see cref="ContendEngine"/> on the same
-    /// YCSB work, measured in turn (<see cref="InTurn"/>): both rows, and ReactDB's throughput over
-    /// Silo's per pair of slices.</summary>
-    public static (RunRow ReactDb, RunRow Silo, double[] Ratios) RunYcsbBesideSilo(long rows, int requests, double readFraction, double theta,
-                                                                                  int callers, RunOptions options) =>
+    /// <summary><see cref="RunYcsb"/> and <paramref name="protocol"/> (plain Silo, for the study)
+    /// through <see cref="ContendEngine"/> on the same YCSB work, measured in turn
+    /// (<see cref="InTurn"/>): both rows, and ReactDB's throughput over the other's per pair of slices.</summary>
+    public static (RunRow ReactDb, RunRow Other, double[] Ratios) RunYcsbBeside(string protocol, long rows, int requests, double readFraction, double theta,
+                                                                               int callers, RunOptions options) =>
         new InTurn(InTurn.Slice, options).Run(
             seat => RunYcsb(rows, requests, readFraction, theta, callers, options, seat),
-            seat => Runner.RunEmbedded("Silo", () => new Ycsb(rows, requests, readFraction, theta), options, callers, seat: seat));
+            seat => Runner.RunEmbedded(protocol, () => new Ycsb(rows, requests, readFraction, theta), options, callers, seat: seat));
 
     static long ReadFirst(ReadOnlySpan<byte> row) => BinaryPrimitives.ReadInt64LittleEndian(row);
 

@@ -30,8 +30,10 @@ public class CommandLineTests
     [InlineData("--callers is not a knob of ReactDB's smartmart run: each cart is a caller (--carts)", "run", "--protocol", "ReactDB", "--workload", "smartmart", "--callers", "2")]
     [InlineData("--order-items 30: must be a multiple of --order-sections (8) in 8..64", "run", "--protocol", "ReactDB", "--workload", "smartmart", "--order-items", "30")]
     [InlineData("--deployment is a ReactDB knob; this run's protocol is Silo", "run", "--protocol", "Silo", "--deployment", "sync")]
-    [InlineData("--beside-silo is a knob of ReactDB's ycsb run; this run's protocol is Silo", "run", "--protocol", "Silo", "--beside-silo")]
-    [InlineData("--beside-silo is a knob of ReactDB's ycsb run, not of smartmart", "run", "--protocol", "ReactDB", "--workload", "smartmart", "--beside-silo")]
+    [InlineData("--beside runs both protocols through their front doors: give --callers", "run", "--protocol", "Silo", "--beside", "NoWait")]
+    [InlineData("--beside is a knob of ReactDB's ycsb run, not of smartmart", "run", "--protocol", "ReactDB", "--workload", "smartmart", "--beside", "Silo")]
+    [InlineData("--beside ReactDB: the protocol beside runs through ContendEngine's front door, which ReactDB does not", "run", "--protocol", "Silo", "--callers", "2", "--beside", "ReactDB")]
+    [InlineData("unknown protocol 'Nope' (known: NoWait, WaitDie, WaitsFor, Ordered, Mcs, Silo, StealDB, StealDBBasicWS, StealDBNoSteal, Strife, and the control BrokenEarlyRelease)", "run", "--protocol", "ReactDB", "--workload", "ycsb", "--beside", "Nope")]
     [InlineData("--deployment both: sync or async", "run", "--protocol", "ReactDB", "--workload", "smartmart", "--deployment", "both")]
     [InlineData("--rows is a ycsb knob; this run's workload is smartmart", "run", "--protocol", "ReactDB", "--workload", "smartmart", "--rows", "10")]
     [InlineData("zipf: theta = 1.5 must be in [0, 1)", "run", "--protocol", "NoWait", "--theta", "1.5", "--rows", "1000")]
@@ -154,10 +156,22 @@ public class CommandLineTests
     public void ReactDbRunsYcsbBesideSiloInTurn()
     {
         var (code, output, err) = Contend("run", "--protocol", "ReactDB", "--workload", "ycsb", "--rows", "2000", "--theta", "0.9", "--callers", "3",
-                                          "--seconds", "0.4", "--warmup", "0.1", "--no-pin", "--check", "--beside-silo");
+                                          "--seconds", "0.4", "--warmup", "0.1", "--no-pin", "--check", "--beside", "Silo");
         AssertRowChecked("ReactDB", code, output, err);
         AssertRowChecked("Silo", code, output, err);
         Assert.Matches(@"in turn, 4 pairs of 0\.1 s slices: ReactDB / Silo median \d+\.\d{3} \(quartiles \d+\.\d{3}-\d+\.\d{3}\), of the totals \d+\.\d{3}", output);
+    }
+
+    /// <summary>Any two protocols behind the front door, in turn: the first's knobs its own, both
+    /// rows checked, and the ratio named by the two.</summary>
+    [Fact]
+    public void TwoProtocolsRunInTurnThroughTheirFrontDoors()
+    {
+        var (code, output, err) = Contend("run", "--protocol", "Mcs", "--workload", "ycsb", "--rows", "16", "--requests", "8", "--theta", "0.9", "--callers", "3",
+                                          "--give-up-nodes", "--seconds", "0.4", "--warmup", "0.1", "--no-pin", "--check", "--beside", "NoWait");
+        AssertRowChecked("Mcs", code, output, err);
+        AssertRowChecked("NoWait", code, output, err);
+        Assert.Matches(@"in turn, 4 pairs of 0\.1 s slices: Mcs / NoWait median \d+\.\d{3} \(quartiles \d+\.\d{3}-\d+\.\d{3}\), of the totals \d+\.\d{3}", output);
     }
 
     [Fact]

@@ -82,7 +82,7 @@ internal static class ReactDbStudy
                 other = null;
                 return kept;
             }
-            var (reactDb, silo, _) = ReactDbRunner.RunYcsbBesideSilo(rows, 16, 0.5, theta, ReactDbRunner.YcsbCallers, options);
+            var (reactDb, silo, _) = ReactDbRunner.RunYcsbBeside(Silo, rows, 16, 0.5, theta, ReactDbRunner.YcsbCallers, options);
             other = series == Silo ? reactDb : silo;
             return series == Silo ? silo : reactDb;
         };
