@@ -343,7 +343,8 @@ def claim(share: Path, model: Model) -> bool:
     """True for the one process sharing `share` that claims the model first: it creates a file
     named after the model there, which no other process can create after it."""
     try:
-        os.close(os.open(share / model.name.replace("/", "_"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        # named as the model's log is (no ':' in a file name, for file systems that refuse it)
+        os.close(os.open(share / model.name.replace(":", "~"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
         return True
     except FileExistsError:
         return False

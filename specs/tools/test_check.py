@@ -233,7 +233,7 @@ class ShareTest(unittest.TestCase):
         self.assertFalse(check.claim(self.share, model))
 
     def test_a_process_runs_only_what_no_other_claimed(self):
-        for name in ("Long", "Middle:MiddleReachable"):
+        for name in ("Long", "Middle~MiddleReachable"):
             (self.share / name).touch()
         code, ran, out = self.run_main("--share", str(self.share))
         self.assertEqual(code, 0)
