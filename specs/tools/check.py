@@ -64,6 +64,7 @@ class Model:
     reaches: tuple[str, ...] = ()
     only_invariant: str | None = None   # a derived reachability model checks this alone
     simulate: tuple[int, int, int] | None = None   # (traces, depth, seed)
+    observed_seconds: float = 0.0   # the manifest's last recorded time; a derived model carries its base's
 
 
 @dataclass
@@ -120,6 +121,9 @@ def load_manifest(path: Path = MANIFEST) -> list[Model]:
             raise UsageError(f"{where}: spec and cfg must sit in one folder (TLC resolves modules beside the spec)")
         if not isinstance(entry.get("observed", {}), dict):
             raise UsageError(f'{where}: "observed" must be an object')
+        observed_seconds = entry.get("observed", {}).get("seconds") or 0.0
+        if not isinstance(observed_seconds, (int, float)) or isinstance(observed_seconds, bool):
+            raise UsageError(f'{where}: "observed" "seconds" must be a number')
         reaches = entry.get("reaches", [])
         if not isinstance(reaches, list) or not all(isinstance(r, str) and NAME_RE.match(r) for r in reaches):
             raise UsageError(f'{where}: "reaches" must be a list of invariant names')
@@ -137,7 +141,8 @@ def load_manifest(path: Path = MANIFEST) -> list[Model]:
             simulate = (simulate["traces"], simulate["depth"], simulate.get("seed", 1))
         models.append(Model(name=name, spec=spec, cfg=cfg, expect=entry["expect"],
                             manual=bool(entry.get("manual", False)),
-                            deadlock=bool(entry.get("deadlock", True)), reaches=tuple(reaches), simulate=simulate))
+                            deadlock=bool(entry.get("deadlock", True)), reaches=tuple(reaches), simulate=simulate,
+                            observed_seconds=float(observed_seconds)))
     return models
 
 
@@ -153,7 +158,8 @@ def with_reachability(models: list[Model]) -> list[Model]:
     for m in models:
         out.append(m)
         out += [Model(name=f"{m.name}:{inv}", spec=m.spec, cfg=m.cfg, expect=f"violates {inv}", manual=m.manual,
-                      deadlock=False, only_invariant=inv, simulate=m.simulate) for inv in m.reaches]
+                      deadlock=False, only_invariant=inv, simulate=m.simulate, observed_seconds=m.observed_seconds)
+                for inv in m.reaches]
     return out
 
 
@@ -330,13 +336,11 @@ def select(models: list[Model], names: list[str], include_manual: bool) -> list[
     return chosen
 
 
-def longest_first(models: list[Model], path: Path = MANIFEST) -> list[Model]:
+def longest_first(models: list[Model]) -> list[Model]:
     """The models ordered by the seconds the manifest last observed, longest first (a derived
     reachability model counts as its base model's), so that processes sharing the list end
     together: whichever is free takes the next, and the last ones are the short ones."""
-    raw = json.loads(path.read_text())
-    seconds = {e["name"]: e.get("observed", {}).get("seconds") or 0.0 for e in raw["models"]}
-    return sorted(models, key=lambda m: -seconds.get(m.name.split(":")[0], 0.0))
+    return sorted(models, key=lambda m: -m.observed_seconds)
 
 
 def claim(share: Path, model: Model) -> bool:
@@ -385,7 +389,7 @@ def main(argv: list[str]) -> int:
         if args.share:
             if not args.share.is_dir():
                 raise UsageError(f"--share {args.share}: not a directory")
-            chosen = longest_first(chosen, args.manifest)
+            chosen = longest_first(chosen)
         java = java_bin()
         jar = find_tlc()
     except UsageError as e:

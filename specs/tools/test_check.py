@@ -142,6 +142,10 @@ class ManifestTest(unittest.TestCase):
         del bad["spec"]
         self.assertIn('"spec"', self.load_error([bad]))
 
+    def test_observed_seconds_must_be_a_number(self):
+        self.assertIn('"observed" "seconds" must be a number',
+                      self.load_error([dict(self.good, observed={"seconds": "long"})]))
+
     def test_duplicate_name(self):
         self.assertIn("listed twice", self.load_error([self.good, self.good]))
 
@@ -223,7 +227,7 @@ class ShareTest(unittest.TestCase):
 
     def test_longest_first_keeps_a_reachability_model_beside_its_base(self):
         models = check.with_reachability(check.load_manifest(self.path))
-        self.assertEqual([m.name for m in check.longest_first(models, self.path)],
+        self.assertEqual([m.name for m in check.longest_first(models)],
                          ["Long", "Long:LongReachable", "Middle", "Middle:MiddleReachable",
                           "Short", "Short:ShortReachable"])
 
