@@ -59,15 +59,16 @@ run.SetAction(parse =>
                             : null;
     protocolOptions?.Validate(options.Threads); // bad knobs fail here, before any load
     RunRow row;
+    int front = parse.GetValue(callers);
     if (parse.GetValue(beside) is { } other)
     {
-        if (parse.GetValue(callers) is 0) throw new UsageException($"{beside.Name} runs both protocols through their front doors: give --callers");
+        if (front is 0) throw new UsageException($"{beside.Name} runs both protocols through their front doors: give --callers");
         string otherName = BesideProtocol(other);
-        return PrintInTurn(new InTurn(InTurn.Slice, options).Run(seat => Runner.RunEmbedded(name, make, options, parse.GetValue(callers), protocolOptions, seat),
-                                                                 seat => Runner.RunEmbedded(otherName, make, options, parse.GetValue(callers), seat: seat)),
+        return PrintInTurn(new InTurn(InTurn.Slice, options).Run(seat => Runner.RunEmbedded(name, make, options, front, protocolOptions, seat),
+                                                                 seat => Runner.RunEmbedded(otherName, make, options, front, seat: seat)),
                            options, prefix);
     }
-    if (parse.GetValue(callers) is not 0 and var front) row = Runner.RunEmbedded(name, make, options, front, protocolOptions);
+    if (front is not 0) row = Runner.RunEmbedded(name, make, options, front, protocolOptions);
     else if (options.WarmupSeconds + options.Seconds > 3 && !Console.IsOutputRedirected)
     {
         RunRow? done = null;
