@@ -96,7 +96,7 @@ public sealed class ReactDbEngine : IAsyncDisposable
         _log = logger ?? NullLogger.Instance;
         int containers = deployment.Containers, executors = options.ExecutorsPerContainer;
         bool pin = options.PinExecutors && containers * executors <= Environment.ProcessorCount;
-        Action<RootTransaction> runRoot = root => _ = RunRoot(root);
+        Action<RootTransaction> runRoot = RunRoot;
         _executors = new ContainerExecutor[containers];
         for (int c = 0; c < containers; c++)
             _executors[c] = new ContainerExecutor(options.Name, c, executors,
@@ -193,81 +193,170 @@ public sealed class ReactDbEngine : IAsyncDisposable
 
     /// <summary>The root's thread: Algorithm 1 lines 5-18 for the root, commit included, and the
     /// retries of its conflict aborts; then its slot is freed and its caller answered.</summary>
-    async Task RunRoot(RootTransaction root)
+    /// <remarks>Decision: synchronous until something must be awaited. A root whose logic calls
+    /// only into its own container (every root of the sync deployment) completes without
+    /// suspending, and then runs no async method's machinery (<see cref="Attempts"/>, the
+    /// awaits of <see cref="AttemptsAsync"/>, <see cref="ReactorCall.RunLogic"/>'s): a root's
+    /// fixed cost is what keeps the sync deployment behind Silo's worker (docs/measured/ReactDB.md).</remarks>
+    void RunRoot(RootTransaction root)
     {
         var call = root.Call;
         root.Call = default;
-        ReactorResult result;
+        ValueTask<ReactorResult> attempts;
         try
         {
-            result = await Attempts(root, call);
+            attempts = Attempts(root, call);
         }
         catch (Exception error)
         {
-            if (error is TransactionFailedException) EngineLog.TransactionFailed(_log, error.InnerException!, _options.Name, call.Program.Name);
-            if (call.Traced) EngineTracing.End(call.TraceParent, call.TraceStart, _options.Name, ProtocolName, call.Program.Name, default, error);
-            FreeSlot(root);
-            call.Answer.SetException(error);
+            Answer(root, call, default, error);
             return;
         }
-        if (call.Traced) EngineTracing.End(call.TraceParent, call.TraceStart, _options.Name, ProtocolName, call.Program.Name, result.Outcome, null);
-        FreeSlot(root);
-        call.Answer.SetResult(result);
+        if (attempts.IsCompletedSuccessfully) Answer(root, call, attempts.Result, null);
+        else _ = AnswerWhenDone(root, call, attempts);
     }
 
-    void FreeSlot(RootTransaction root)
+    async Task AnswerWhenDone(RootTransaction root, RootCall call, ValueTask<ReactorResult> attempts)
     {
+        ReactorResult result;
+        try
+        {
+            result = await attempts;
+        }
+        catch (Exception error)
+        {
+            Answer(root, call, default, error);
+            return;
+        }
+        Answer(root, call, result, null);
+    }
+
+    /// <summary>Frees the root's slot and answers its caller with its result or <paramref name="error"/>.</summary>
+    void Answer(RootTransaction root, in RootCall call, ReactorResult result, Exception? error)
+    {
+        if (error is TransactionFailedException) EngineLog.TransactionFailed(_log, error.InnerException!, _options.Name, call.Program.Name);
+        if (call.Traced) EngineTracing.End(call.TraceParent, call.TraceStart, _options.Name, ProtocolName, call.Program.Name, result.Outcome, error);
         _slots.Enqueue(root);
         _free.Release();
+        if (error is null) call.Answer.SetResult(result);
+        else call.Answer.SetException(error);
     }
 
-    /// <summary>The root's attempts, to a commit, a final abort, or the last attempt allowed.</summary>
-    async ValueTask<ReactorResult> Attempts(RootTransaction root, RootCall call)
+    /// <summary>The root's attempts, to a commit, a final abort, or the last attempt allowed:
+    /// on this thread while each attempt completes without suspending, then in <see cref="AttemptsAsync"/>.</summary>
+    ValueTask<ReactorResult> Attempts(RootTransaction root, in RootCall call)
     {
-        var (reactor, function, program, args, cancel) = (call.Reactor, call.Function, call.Program, call.Args, call.Cancel);
-        var stats = root.Stats;
-        long started = Stopwatch.GetTimestamp(); // a commit's latency runs from its first attempt, as ContendEngine's
-        long timestamp = Interlocked.Increment(ref _timestamps);
-        ulong rng = Rng.Seed((ulong)timestamp, reactor.Id);
-        int maxAttempts = _options.MaxAttempts ?? int.MaxValue;
+        var retries = new Retries(Interlocked.Increment(ref _timestamps), call.Reactor.Id);
         for (int attempt = 1; ; attempt++)
         {
-            root.BeginAttempt(program, reactor.Container, timestamp);
-            var node = new ReactorCall(this, root, reactor);
-            node.TakeHomeContext(); // Submit, Dequeue: held through the commit (D8)
-            long value = await node.RunLogic(function, args);
-            if (!Mutants.CommitBeforeWaiting) await node.ChildrenDone(); // BeginCommit waits for SubTxnsDone
-            AbortReason reason;
-            bool timed = root.TimesNextDecision();
-            long decided = timed ? Stopwatch.GetTimestamp() : 0;
-            if (node.BeginCommit())
+            var node = BeginAttempt(root, call, retries.Timestamp);
+            var logic = node.RunLogic(call.Function, call.Args);
+            if (!logic.IsCompletedSuccessfully || !(Mutants.CommitBeforeWaiting || node.ChildrenSucceeded))
+                return AttemptsAsync(root, call, retries, attempt, node, logic);
+            switch (EndAttempt(root, call, node, logic.Result, attempt, ref retries, out var result))
             {
-                // Twin (ReactDBMutantFailedRootHangs): commitOrAbort only on success, so nothing
-                // ever ends a failed attempt.
-                if (Mutants.FailedRootHangs) await new TaskCompletionSource().Task;
-                reason = root.Reason;
-                root.Abort(Silo, Trace); // AbortAll
+                case AttemptEnd.Answered: return new(result);
+                case AttemptEnd.RetryQueued: return AttemptsAsync(root, call, retries, attempt + 1, null, default);
+                case AttemptEnd.Hangs: return new(new TaskCompletionSource<ReactorResult>().Task);
             }
-            else reason = root.Commit(Silo, Mutants, Trace);
-            if (timed) root.CountDecision(Stopwatch.GetTimestamp() - decided);
-            root.Release(reactor.Container, node);
-            if (root.Error is { } error) throw new TransactionFailedException(program, error);
-            var outcome = reason == AbortReason.None ? Outcome.Committed : AbortReasons.OutcomeOf(reason);
-            stats.Count(outcome, reason, started);
-            if (outcome != Outcome.Aborted) return new ReactorResult(new TxnOutcome(outcome, reason, attempt), outcome == Outcome.Committed ? value : 0);
-            if (attempt >= maxAttempts) return new ReactorResult(new TxnOutcome(Outcome.Aborted, reason, attempt), 0);
-            cancel.ThrowIfCancellationRequested();
-            Spin.Backoff(attempt, ref rng);
-            // Decision: a retry starts at once on this thread (D10), as ContendEngine's does,
-            // except after the conservative abort, whose retry is queued behind what the container
-            // holds. A conflict with another root is not made likelier by retrying at once, and
-            // the queued retry cost YCSB at theta 0.9 about 3 % (docs/measured/ReactDB.md). The
-            // conservative abort is the root's own two sub-transactions meeting in one container:
-            // retried at once, they met again while that container's threads were still awake
-            // (one Coyote schedule of ReactDBTraceSharedContext aborted 56 times before it
-            // committed, against 2 with the retry queued).
-            if (reason == AbortReason.SharedContext) await Task.Yield();
         }
+    }
+
+    /// <summary><see cref="Attempts"/> from an attempt that has to wait: its logic or a
+    /// sub-transaction had not ended (<paramref name="node"/> is the attempt's root node and
+    /// <paramref name="logic"/> its logic's result), or its retry is queued behind the container's
+    /// work (<paramref name="node"/> is null).</summary>
+    async ValueTask<ReactorResult> AttemptsAsync(RootTransaction root, RootCall call, Retries retries, int attempt,
+                                                 ReactorCall? node, ValueTask<long> logic)
+    {
+        if (node is null) await Task.Yield();
+        for (; ; attempt++)
+        {
+            if (node is null)
+            {
+                node = BeginAttempt(root, call, retries.Timestamp);
+                logic = node.RunLogic(call.Function, call.Args);
+            }
+            long value = await logic;
+            if (!Mutants.CommitBeforeWaiting) await node.ChildrenDone(); // BeginCommit waits for SubTxnsDone
+            switch (EndAttempt(root, call, node, value, attempt, ref retries, out var result))
+            {
+                case AttemptEnd.Answered: return result;
+                case AttemptEnd.RetryQueued: await Task.Yield(); break;
+                case AttemptEnd.Hangs: return await new TaskCompletionSource<ReactorResult>().Task;
+            }
+            node = null;
+        }
+    }
+
+    /// <summary>What a root's attempts keep from one to the next.</summary>
+    struct Retries(long timestamp, int reactor)
+    {
+        /// <summary>A commit's latency runs from its first attempt, as ContendEngine's.</summary>
+        public readonly long Started = Stopwatch.GetTimestamp();
+        public readonly long Timestamp = timestamp;
+        public ulong Backoff = Rng.Seed((ulong)timestamp, reactor);
+    }
+
+    enum AttemptEnd { Answered, RetryNow, RetryQueued, Hangs }
+
+    /// <summary>Submit and Dequeue of an attempt: its root node, holding its home context (D8).</summary>
+    ReactorCall BeginAttempt(RootTransaction root, in RootCall call, long timestamp)
+    {
+        root.BeginAttempt(call.Program, call.Reactor.Container, timestamp);
+        var node = new ReactorCall(this, root, call.Reactor);
+        node.TakeHomeContext(); // held through the commit (D8)
+        return node;
+    }
+
+    /// <summary>An attempt whose logic and sub-transactions have ended: BeginCommit, then the
+    /// commit or AbortAll. Answered: <paramref name="result"/> is the root's; otherwise the
+    /// attempt aborted on a conflict and the next is due, after the back-off.</summary>
+    /// <exception cref="TransactionFailedException">a function of the tree threw</exception>
+    /// <exception cref="OperationCanceledException">the caller cancelled before a retry</exception>
+    AttemptEnd EndAttempt(RootTransaction root, in RootCall call, ReactorCall node, long value, int attempt, ref Retries retries,
+                          out ReactorResult result)
+    {
+        result = default;
+        var home = call.Reactor.Container;
+        AbortReason reason;
+        bool timed = root.TimesNextDecision();
+        long decided = timed ? Stopwatch.GetTimestamp() : 0;
+        if (node.BeginCommit())
+        {
+            // Twin (ReactDBMutantFailedRootHangs): commitOrAbort only on success, so nothing
+            // ever ends a failed attempt.
+            if (Mutants.FailedRootHangs) return AttemptEnd.Hangs;
+            reason = root.Reason;
+            root.Abort(Silo, Trace); // AbortAll
+        }
+        else reason = root.Commit(Silo, Mutants, Trace);
+        if (timed) root.CountDecision(Stopwatch.GetTimestamp() - decided);
+        root.Release(home, node);
+        if (root.Error is { } error) throw new TransactionFailedException(call.Program, error);
+        var outcome = reason == AbortReason.None ? Outcome.Committed : AbortReasons.OutcomeOf(reason);
+        root.Stats.Count(outcome, reason, retries.Started);
+        if (outcome != Outcome.Aborted)
+        {
+            result = new ReactorResult(new TxnOutcome(outcome, reason, attempt), outcome == Outcome.Committed ? value : 0);
+            return AttemptEnd.Answered;
+        }
+        if (attempt >= (_options.MaxAttempts ?? int.MaxValue))
+        {
+            result = new ReactorResult(new TxnOutcome(Outcome.Aborted, reason, attempt), 0);
+            return AttemptEnd.Answered;
+        }
+        call.Cancel.ThrowIfCancellationRequested();
+        Spin.Backoff(attempt, ref retries.Backoff);
+        // Decision: a retry starts at once on this thread (D10), as ContendEngine's does,
+        // except after the conservative abort, whose retry is queued behind what the container
+        // holds. A conflict with another root is not made likelier by retrying at once, and
+        // the queued retry cost YCSB at theta 0.9 about 3 % (docs/measured/ReactDB.md). The
+        // conservative abort is the root's own two sub-transactions meeting in one container:
+        // retried at once, they met again while that container's threads were still awake
+        // (one Coyote schedule of ReactDBTraceSharedContext aborted 56 times before it
+        // committed, against 2 with the retry queued).
+        return reason == AbortReason.SharedContext ? AttemptEnd.RetryQueued : AttemptEnd.RetryNow;
     }
 
     /// <summary>Algorithm 2 line 15: queues <paramref name="callee"/> on its container. Its task is

@@ -1,3 +1,5 @@
+using System.Diagnostics.CodeAnalysis;
+using System.Runtime.CompilerServices;
 using Contend.Engine.Runtime;
 using Contend.Engine.Storage;
 
@@ -186,9 +188,20 @@ public sealed class ReactorCall
         if (here) (_syncCallees ??= new()).Add(callee);
     }
 
-    async ValueTask<long> CallHere(ReactorCall callee, ReactorFunction function, ReadOnlyMemory<long> args)
+    /// <summary>The call into this container: the callee's logic on this thread, and its result
+    /// without an async method's machinery when the logic ended without suspending.</summary>
+    ValueTask<long> CallHere(ReactorCall callee, ReactorFunction function, ReadOnlyMemory<long> args)
     {
-        long result = await callee.RunLogic(function, args);
+        var logic = callee.RunLogic(function, args);
+        return logic.IsCompletedSuccessfully ? new(SyncReturn(callee, logic.Result)) : AwaitHere(callee, logic);
+    }
+
+    async ValueTask<long> AwaitHere(ReactorCall callee, ValueTask<long> logic) => SyncReturn(callee, await logic);
+
+    /// <summary>The synchronous callee's logic has ended: its own sub-transactions become this
+    /// node's to wait for, and the result is the caller's.</summary>
+    long SyncReturn(ReactorCall callee, long result)
+    {
         if (callee.ChildrenDone() is { IsCompletedSuccessfully: false } pending) (_children ??= new()).Add(pending);
         if (_engine.Trace is { } trace) RecordSyncReturn(trace);
         ThrowIfFailed();
@@ -211,24 +224,48 @@ public sealed class ReactorCall
     }
 
     /// <summary>Runs the logic to its end: a failed root's (sub-)transaction runs none of it (D9),
-    /// and an exception it throws fails the root with that exception (a bug in the function).</summary>
-    internal async ValueTask<long> RunLogic(ReactorFunction function, ReadOnlyMemory<long> args)
+    /// and an exception it throws fails the root with that exception (a bug in the function).
+    /// Logic that ends without suspending ends here without an async method's machinery.</summary>
+    internal ValueTask<long> RunLogic(ReactorFunction function, ReadOnlyMemory<long> args)
+    {
+        if (Root.Failed) return new(LogicEnded(0));
+        ValueTask<long> logic;
+        try
+        {
+            logic = function.Logic(this, args);
+        }
+        catch (Exception e)
+        {
+            Threw(e);
+            return new(LogicEnded(0));
+        }
+        return logic.IsCompletedSuccessfully ? new(LogicEnded(logic.Result)) : AwaitLogic(logic);
+    }
+
+    async ValueTask<long> AwaitLogic(ValueTask<long> logic)
     {
         long result = 0;
-        if (!Root.Failed)
+        try
         {
-            try
-            {
-                result = await function.Logic(this, args);
-            }
-            catch (RootAbortedException)
-            {
-            }
-            catch (Exception e)
-            {
-                Root.Fail(AbortReason.User, e);
-            }
+            result = await logic;
         }
+        catch (Exception e)
+        {
+            Threw(e);
+        }
+        return LogicEnded(result);
+    }
+
+    /// <summary>A <see cref="RootAbortedException"/> is the root's failure unwinding; anything
+    /// else fails the root.</summary>
+    void Threw(Exception e)
+    {
+        if (e is not RootAbortedException) Root.Fail(AbortReason.User, e);
+    }
+
+    /// <summary>FinishLogic.</summary>
+    long LogicEnded(long result)
+    {
         if (_engine.Trace is { } trace) RecordStep(trace, ReactDbStep.FinishLogic);
         return result;
     }
@@ -315,6 +352,19 @@ public sealed class ReactorCall
     void Record(ReactDbTrace trace, ReactDbStep kind, int callee = -1, long key = -1, long read = 0, bool ok = true) =>
         trace.Add(new ReactDbEvent(kind, Root.TxnId, Node, Reactor.Id, Reactor.Container, callee, key, read, ok));
 
+    /// <summary>Every sub-transaction called has completed, none with an exception: nothing of
+    /// <see cref="ChildrenDone"/> is left to await.</summary>
+    internal bool ChildrenSucceeded
+    {
+        get
+        {
+            if (_children is null) return true;
+            foreach (var child in _children)
+                if (!child.IsCompletedSuccessfully) return false;
+            return true;
+        }
+    }
+
     /// <summary>Algorithm 1 line 16: completes when every sub-transaction called has.</summary>
     internal Task ChildrenDone() => _children switch
     {
@@ -326,20 +376,32 @@ public sealed class ReactorCall
     TxnContext Enter(Relation relation, long key, out int row)
     {
         ArgumentNullException.ThrowIfNull(relation);
-        if (relation.Owner != Reactor)
-            throw new ArgumentException($"reactor {Reactor.Name}: relation {relation} is reactor {relation.Owner.Name}'s; a function reads and writes only its own reactor's relations, and calls the other reactor for the rest", nameof(relation));
+        if (relation.Owner != Reactor) ThrowNotOwner(relation);
         ThrowIfFailed();
         row = relation.Table.Find(key);
-        if (row < 0)
-        {
-            Root.Fail(AbortReason.User);
-            throw new RootAbortedException();
-        }
+        if (row < 0) FailOnMissingKey();
         var ctx = Root.Context(Reactor.Container);
-        if (ctx.AccessCount == ctx.AccessCapacity && ctx.FindAccess(relation.Table.Id, row) < 0)
-            throw new InvalidOperationException($"reactor {Reactor.Name}: root {Root.Program.Name} touches more than {ctx.AccessCapacity} rows in container {Reactor.Container}, the most {nameof(ReactDbOptions)}.{nameof(ReactDbOptions.ContextRows)} allows");
+        if (ctx.AccessCount == ctx.AccessCapacity && ctx.FindAccess(relation.Table.Id, row) < 0) ThrowContextFull(ctx);
         return ctx;
     }
+
+    // The throws of Enter, out of line: their messages' builders would otherwise be locals of
+    // every row access's frame, zeroed on each call.
+
+    [DoesNotReturn, MethodImpl(MethodImplOptions.NoInlining)]
+    void ThrowNotOwner(Relation relation) =>
+        throw new ArgumentException($"reactor {Reactor.Name}: relation {relation} is reactor {relation.Owner.Name}'s; a function reads and writes only its own reactor's relations, and calls the other reactor for the rest", nameof(relation));
+
+    [DoesNotReturn, MethodImpl(MethodImplOptions.NoInlining)]
+    void FailOnMissingKey()
+    {
+        Root.Fail(AbortReason.User);
+        throw new RootAbortedException();
+    }
+
+    [DoesNotReturn, MethodImpl(MethodImplOptions.NoInlining)]
+    void ThrowContextFull(TxnContext ctx) =>
+        throw new InvalidOperationException($"reactor {Reactor.Name}: root {Root.Program.Name} touches more than {ctx.AccessCapacity} rows in container {Reactor.Container}, the most {nameof(ReactDbOptions)}.{nameof(ReactDbOptions.ContextRows)} allows");
 
     void ThrowIfFailed()
     {
