@@ -23,6 +23,9 @@ namespace Contend.Harness;
 /// YCSB's key ranges (Strife's study), so the cluster's knobs live in a command of their own.</remarks>
 internal static class ClusterCommand
 {
+    /// <summary>The protocol the cluster runs besides two-phase commit.</summary>
+    public const string Chiller = "Chiller";
+
     public static Command Create()
     {
         var protocol = new Option<string>("--protocol") { Description = $"Chiller, or two-phase commit over one of {string.Join(", ", TwoPhaseCommitSimulation.Protocols)}", Required = true };
@@ -59,8 +62,8 @@ internal static class ClusterCommand
             [(rows, "ycsb"), (requests, "ycsb"), (readFraction, "ycsb"), (theta, "ycsb"), (warehouses, "tpcc"), (remote, "tpcc"), (noInserts, "tpcc")];
         command.SetAction(p =>
         {
-            string name = p.GetValue(protocol)!;
-            bool chiller = name == "Chiller";
+            string name = Runner.ProtocolSpelling(p.GetValue(protocol)!);
+            bool chiller = name == Chiller;
             if (!chiller && !TwoPhaseCommitSimulation.Protocols.Contains(name))
                 throw new UsageException($"--protocol {name}: the cluster runs Chiller, or two-phase commit over {string.Join(", ", TwoPhaseCommitSimulation.Protocols)}");
             if (!chiller && p.GetResult(replicas) is { Implicit: false }) throw new UsageException("--replicas is a Chiller knob: two-phase commit runs on the primaries alone");
@@ -191,7 +194,7 @@ internal static class ClusterCommand
     /// reinterpreted; <c>--seconds</c> is carried and printed as virtual seconds.</remarks>
     public static int RunChillerFor(ParseResult run)
     {
-        var args = new List<string> { "--protocol", "Chiller" };
+        var args = new List<string> { "--protocol", Chiller };
         foreach (var given in run.CommandResult.Children.OfType<System.CommandLine.Parsing.OptionResult>().Where(o => !o.Implicit))
         {
             string name = given.Option.Name;

@@ -37,12 +37,12 @@ var run = new Command("run", "run one protocol on one workload and print a summa
 knobs.AddTo(run);
 run.SetAction(parse =>
 {
-    if (parse.GetValue(protocol)!.Equals("Chiller", StringComparison.OrdinalIgnoreCase)) return ClusterCommand.RunChillerFor(parse);
+    string name = Runner.ProtocolSpelling(parse.GetValue(protocol)!);
+    if (name == ClusterCommand.Chiller) return ClusterCommand.RunChillerFor(parse);
     string? prefix = parse.GetValue(output);
     if (prefix is not null) Runner.CheckWritable(prefix);
     var options = Options(parse.GetValue(threads), parse.GetValue(seconds), parse.GetValue(warmup), parse.GetValue(check), !parse.GetValue(noPin), parse.GetValue(seed));
-    string name = parse.GetValue(protocol)!;
-    if (name.Equals(ReactDbRunner.Protocol, StringComparison.OrdinalIgnoreCase)) return RunReactDb(parse, options, prefix);
+    if (name == ReactDbRunner.Protocol) return RunReactDb(parse, options, prefix);
     if (parse.GetResult(deployment) is { Implicit: false }) throw new UsageException($"--deployment is a ReactDB knob; this run's protocol is {name}");
     var make = knobs.Factory(parse.GetValue(workloadName)!, parse);
     var optionsType = ProtocolRegistry.TryFind(name, out var descriptor) ? descriptor.OptionsType : null;
@@ -201,7 +201,8 @@ int RunReactDb(ParseResult parse, RunOptions options, string? prefix)
 // The protocol --beside names: one that runs behind ContendEngine's front door.
 static string BesideProtocol(string name)
 {
-    if (name.Equals(ReactDbRunner.Protocol, StringComparison.OrdinalIgnoreCase) || name.Equals("Chiller", StringComparison.OrdinalIgnoreCase))
+    name = Runner.ProtocolSpelling(name);
+    if (name == ReactDbRunner.Protocol || name == ClusterCommand.Chiller)
         throw new UsageException($"--beside {name}: the protocol beside runs through ContendEngine's front door, which {name} does not");
     if (!ProtocolRegistry.TryFind(name, out var descriptor)) throw new UsageException(ProtocolRegistry.Unknown(name));
     return descriptor.Name;

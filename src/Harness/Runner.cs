@@ -22,6 +22,13 @@ internal static class Runner
 {
     static UsageException UnknownProtocol(string name) => new(ProtocolRegistry.Unknown(name));
 
+    /// <summary>The protocol <c>--protocol</c> and <c>--beside</c> name, spelled as the engine
+    /// spells it: any case matches, as it always did for ReactDB and Chiller. A name no protocol
+    /// has comes back as given, for the error that lists the known ones.</summary>
+    public static string ProtocolSpelling(string name) =>
+        ProtocolRegistry.Descriptors.Select(d => d.Name).Append(ReactDbRunner.Protocol).Append(ClusterCommand.Chiller)
+            .FirstOrDefault(known => known.Equals(name, StringComparison.OrdinalIgnoreCase)) ?? name;
+
     /// <param name="protocolOptions">the protocol's knobs (<see cref="ProtocolDescriptor.OptionsType"/>); null: its defaults</param>
     public static RunRow RunOne(string protocolName, Func<IWorkload> makeWorkload, RunOptions options, Action<double>? progress = null,
                                 ProtocolOptions? protocolOptions = null)

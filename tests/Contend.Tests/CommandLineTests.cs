@@ -162,6 +162,18 @@ public class CommandLineTests
         Assert.Matches(@"in turn, 4 pairs of 0\.1 s slices: ReactDB / Silo median \d+\.\d{3} \(quartiles \d+\.\d{3}-\d+\.\d{3}\), of the totals \d+\.\d{3}", output);
     }
 
+    /// <summary>Protocol names match in any case, as ReactDB's and Chiller's always did; the
+    /// rows carry the engine's spelling.</summary>
+    [Fact]
+    public void ProtocolNamesMatchInAnyCase()
+    {
+        var (code, output, err) = Contend("run", "--protocol", "mcs", "--workload", "ycsb", "--rows", "1000", "--callers", "2",
+                                          "--seconds", "0.2", "--warmup", "0", "--no-pin", "--check", "--beside", "NOWAIT");
+        AssertRowChecked("Mcs", code, output, err);
+        AssertRowChecked("NoWait", code, output, err);
+        Assert.Contains("Mcs / NoWait median", output);
+    }
+
     /// <summary>Any two protocols behind the front door, in turn: the first's knobs its own, both
     /// rows checked, and the ratio named by the two.</summary>
     [Fact]
