@@ -49,4 +49,33 @@ public class StealDbLayoutTests
             }
         }
     }
+
+    /// <summary>The basic policy's holder hints: every row has a hint of its own, and each row's
+    /// hint is 64 bytes or more from those of the 63 rows after it, so no two hot rows' hints
+    /// share a cache line. Dense hints (row r at index r) fail this at the first pair: rows 0
+    /// and 1, 4 bytes apart.</summary>
+    [Theory]
+    [InlineData(1)]
+    [InlineData(16)]
+    [InlineData(100)]
+    [InlineData(4096)]
+    [InlineData(5000)]
+    [InlineData(100_000)]
+    public void HolderHintsOfNearbyRowsNeverShareALine(int rows)
+    {
+        var hints = new StealDb.HolderHints(rows);
+        int groups = (int)Math.Min(System.Numerics.BitOperations.RoundUpToPowerOf2((uint)rows), 4096);
+        long Offset(int row) => Unsafe.ByteOffset(ref hints.Of(0), ref hints.Of(row));
+        var seen = new HashSet<long>();
+        for (int r = 0; r < rows; r++)
+        {
+            Assert.True(seen.Add(Offset(r)), $"{rows} rows: row {r}'s hint is another row's");
+            int nearest = Math.Min(rows, r + Math.Min(groups, 64));
+            for (int q = r + 1; q < nearest; q++)
+            {
+                long apart = Math.Abs(Offset(q) - Offset(r));
+                Assert.True(apart >= 64, $"{rows} rows: the hints of rows {r} and {q} are {apart} bytes apart: they can share a cache line");
+            }
+        }
+    }
 }

@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using System.Numerics;
 using System.Runtime.ExceptionServices;
 using System.Runtime.InteropServices;
 using Contend.Engine.History;
@@ -71,7 +72,7 @@ internal sealed class StealDb : ITransactionProtocol
     readonly int _imageBytes;
     /// <summary>Basic policy only: per table and row, the worker slot whose transaction holds the row's lock, + 1
     /// (of its readers, the last to execute): whom a waiter steals from, a hint that may be stale.</summary>
-    readonly int[][]? _holders;
+    readonly HolderHints[]? _holders;
     readonly MutantFlag _readThenClear, _claimTestThenSet, _earlyRelease, _runWithoutLock, _timeoutLeavesQueue, _failureEscapes;
 
     /// <summary>Test hook: when set, every claim, take, lock and release is checked against the
@@ -101,7 +102,7 @@ internal sealed class StealDb : ITransactionProtocol
         _detector = new(_lock, setup.Workers, frames: options.MaxNesting + 1, TxnContext.MaxOps,
                         ownFramesOnly: new MutantFlag(setup.Mutants, StealDbMutants.DetectorIgnoresStolenFrames),
                         ignoresReaders: new MutantFlag(setup.Mutants, StealDbMutants.DetectorIgnoresReaders));
-        if (policy == StealPolicy.Basic) _holders = _db.Tables.Select(t => new int[t.Capacity]).ToArray();
+        if (policy == StealPolicy.Basic) _holders = _db.Tables.Select(t => new HolderHints(t.Capacity)).ToArray();
         _readThenClear = new(setup.Mutants, StealDbMutants.ReadThenClear);
         _claimTestThenSet = new(setup.Mutants, StealDbMutants.ClaimTestThenSet);
         _earlyRelease = new(setup.Mutants, StealDbMutants.EarlyRelease);
@@ -388,7 +389,7 @@ internal sealed class StealDb : ITransactionProtocol
         long rowKey = HistoryRecorder.RowKey(table.Id, s.Ops[op].Row);
         if (audited) Audit?.Released(rowKey, tid);
         // Only if it still names us: readers share a row, and the hint names the last to execute.
-        if (_holders is not null && audited) Interlocked.CompareExchange(ref _holders[table.Id][s.Ops[op].Row], 0, s.Worker + 1);
+        if (_holders is not null && audited) Interlocked.CompareExchange(ref _holders[table.Id].Of(s.Ops[op].Row), 0, s.Worker + 1);
         if (s.Ops[op].SharedLock) _lock.UnlockShared(ref table.Word(s.Ops[op].Row), Node(s, op));
         else _lock.UnlockExclusive(ref table.Word(s.Ops[op].Row), Node(s, op));
         s.Ops[op].Lock = NotLocked;
@@ -553,7 +554,7 @@ internal sealed class StealDb : ITransactionProtocol
         int row = s.Ops[op].Row;
         s.Ops[op].Lock = Held;
         Audit?.Acquired(HistoryRecorder.RowKey(table.Id, row), tid, s.Ops[op].SharedLock);
-        if (_holders is not null) Volatile.Write(ref _holders[table.Id][row], s.Worker + 1);
+        if (_holders is not null) Volatile.Write(ref _holders[table.Id].Of(row), s.Worker + 1);
         var data = table.Payload(row);
         s.Ops[op].ReadVersion = Volatile.Read(ref table.Version(row));
         Audit?.Executed(tid, op);
@@ -784,7 +785,7 @@ internal sealed class StealDb : ITransactionProtocol
     /// return it (the context in <paramref name="context"/>); -1 if there is none to take.</summary>
     int TakeBasic(Slot s, int op, int runner, out long context)
     {
-        int holder = Volatile.Read(ref _holders![s.Ctx.Program.Ops[op].TableId][s.Ops[op].Row]) - 1;
+        int holder = Volatile.Read(ref _holders![s.Ctx.Program.Ops[op].TableId].Of(s.Ops[op].Row)) - 1;
         context = 0;
         if (holder < 0) return -1;
         var h = _slots[holder];
@@ -870,5 +871,36 @@ internal sealed class StealDb : ITransactionProtocol
         /// <summary>Ops finished by workers other than the owner.</summary>
         [FieldOffset(640)] public int Finished;
         [FieldOffset(768)] public int Doom;
+    }
+
+    /// <summary>The basic policy's holder hints of one table, one int per row, the rows spread
+    /// over up to <see cref="MostGroups"/> groups of at least a cache line each: row r is in group
+    /// r mod the group count. Dense (row r at index r), sixteen rows shared a line, and every
+    /// worker wrote it on every lock and release of any of them: the hot set's 16 rows were one
+    /// line between the cores (docs/measured/StealDB.md). Spread, two rows less than the group
+    /// count apart never share a line, and a table of more rows than that takes the room dense
+    /// hints took.</summary>
+    internal sealed class HolderHints
+    {
+        const int MostGroups = 4096, IntsPerLine = 16;
+        readonly int[] _hints;
+        readonly int _rows, _groupMask, _groupShift, _groupWidth;
+
+        public HolderHints(int rows)
+        {
+            _rows = rows;
+            int groups = (int)Math.Min(BitOperations.RoundUpToPowerOf2((uint)Math.Max(rows, 1)), MostGroups);
+            _groupMask = groups - 1;
+            _groupShift = BitOperations.Log2((uint)groups);
+            _groupWidth = Math.Max(IntsPerLine, (rows + groups - 1) / groups);
+            _hints = new int[groups * _groupWidth];
+        }
+
+        /// <summary>Row <paramref name="row"/>'s hint.</summary>
+        public ref int Of(int row)
+        {
+            Debug.Assert((uint)row < (uint)_rows, $"holder hint of row {row} outside the table's {_rows} rows");
+            return ref _hints[(row & _groupMask) * _groupWidth + (row >> _groupShift)];
+        }
     }
 }
