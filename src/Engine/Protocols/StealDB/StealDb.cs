@@ -816,8 +816,10 @@ internal sealed class StealDb : ITransactionProtocol
         /// The owner clears it as it raises it, so every attempt begins with none.</summary>
         public ExceptionDispatchInfo? Failure;
         public SlotWords Words;
-        /// <summary>Per op, one cache line: the owner runs ops from the front of the runnable queue
-        /// while a waiter runs them from the back, and neither should invalidate the other's.</summary>
+        /// <summary>Per op, a line's 64 bytes: the owner runs ops from the front of the runnable
+        /// queue while a waiter runs them from the back, and neither should invalidate the other's.
+        /// The array is not line-aligned, so each op shares a line with a neighbour at one end;
+        /// aligned (<see cref="CacheLines"/>), StealDB ran no faster (docs/measured/StealDB.md).</summary>
         public readonly OpLine[] Ops = new OpLine[TxnContext.MaxOps];
         /// <summary>rq: op index + 1 per position, 0 while a position is reserved but unwritten.</summary>
         public readonly int[] Rq = new int[TxnContext.MaxOps];

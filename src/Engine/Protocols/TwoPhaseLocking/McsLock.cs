@@ -38,7 +38,9 @@ internal sealed class McsLock
     /// <summary>Values of a node's ahead word besides a node id + 1.</summary>
     public const long AheadUnknown = 0, AheadNone = -1;
 
+    /// <summary>The nodes, one cache line each from <see cref="_start"/> (<see cref="CacheLines"/>).</summary>
     readonly long[] _nodes;
+    readonly int _start, _count;
     /// <summary>Whether a node may be given up (<see cref="TryAbandon"/>): then a wake is a CAS.</summary>
     readonly bool _givingUp;
     readonly MutantFlag _releaseClearsTail, _readerBarges, _givesUpWoken, _wakeStores, _letGoBeforeRead, _writerEntersRead;
@@ -51,7 +53,8 @@ internal sealed class McsLock
                      MutantFlag givesUpWoken = default, MutantFlag wakeStores = default, MutantFlag letGoBeforeRead = default,
                      MutantFlag writerEntersRead = default)
     {
-        _nodes = new long[nodes * NodeLongs];
+        (_nodes, _start) = CacheLines.Blocks(nodes);
+        _count = nodes;
         _givingUp = givingUp;
         _releaseClearsTail = releaseClearsTail;
         _readerBarges = readerBarges;
@@ -62,7 +65,7 @@ internal sealed class McsLock
     }
 
     /// <summary>Nodes in the lock's array.</summary>
-    public int Nodes => _nodes.Length / NodeLongs;
+    public int Nodes => _count;
 
     /// <summary>TRYLOCK: MCSLock.tla InitContext, SwapTail, then EnterFree (true: the
     /// lock is ours) or LinkBehindPred (false: wait with <see cref="CheckAcquired"/>).</summary>
@@ -84,12 +87,12 @@ internal sealed class McsLock
     }
 
     /// <summary>CHECKACQUIRED, one look: MCSLock.tla WaiterAcquire once the predecessor cleared our flag.</summary>
-    public bool CheckAcquired(int node) => Volatile.Read(ref _nodes[node * NodeLongs + SpinFlag]) == 0;
+    public bool CheckAcquired(int node) => Volatile.Read(ref _nodes[At(node) + SpinFlag]) == 0;
 
     /// <summary>UNLOCK: HolderCheckNext, then HolderReleaseCas or HolderAwaitLink, then HolderHandover.</summary>
     public void Unlock(ref long tail, int node)
     {
-        int me = node * NodeLongs;
+        int me = At(node);
         long next = Volatile.Read(ref _nodes[me + Next]); // HolderCheckNext
         if (next == 0)
         {
@@ -105,7 +108,7 @@ internal sealed class McsLock
             next = AwaitLink(me); // HolderAwaitLink
         }
         // HolderHandover: clear the successor's spin flag.
-        Volatile.Write(ref _nodes[(int)((next & TailMask) - 1) * NodeLongs + SpinFlag], 0);
+        Volatile.Write(ref _nodes[At((int)(next & TailMask) - 1) + SpinFlag], 0);
     }
 
     /// <summary>RWMCSLock.tla InitContext and SwapTail of a reader: true when it found no queue
@@ -145,7 +148,7 @@ internal sealed class McsLock
     /// having woken the node behind it.</summary>
     public bool CheckAcquiredShared(ref long word, int node)
     {
-        int me = node * NodeLongs;
+        int me = At(node);
         if (Volatile.Read(ref _nodes[me + SpinFlag]) != 0) return false;
         _nodes[me + HeldKey] = _nodes[me + Key];
         LeaveQueue(ref word, node);
@@ -157,7 +160,7 @@ internal sealed class McsLock
     {
         Debug.Assert(Volatile.Read(ref word) >> 32 > 0, $"node {node}: a reader released a word with no reader counted");
         Interlocked.Add(ref word, -OneReader);
-        _nodes[node * NodeLongs + HeldKey] = 0;
+        _nodes[At(node) + HeldKey] = 0;
     }
 
     /// <summary>RWMCSLock.tla WriterEnterFree, or if the word is not free InitContext and SwapTail
@@ -173,7 +176,7 @@ internal sealed class McsLock
         // detector, which stops at a node whose ahead is unknown, must see it granted with nobody
         // ahead; its key is read only while it waits. Its flag is cleared, not set to wait: no
         // predecessor will wake it.
-        int me = node * NodeLongs;
+        int me = At(node);
         _nodes[me + Next] = 0;
         _nodes[me + SpinFlag] = Granted;
         _nodes[me + WriterWaits] = 0;
@@ -196,7 +199,7 @@ internal sealed class McsLock
     /// <summary>One look: RWMCSLock.tla WaiterWoken of a writer, then WriterEnter once no reader holds.</summary>
     public bool CheckAcquiredExclusive(ref long word, int node)
     {
-        int me = node * NodeLongs;
+        int me = At(node);
         if (Volatile.Read(ref _nodes[me + SpinFlag]) != 0 || Volatile.Read(ref word) >> 32 != 0) return false;
         _nodes[me + WriterWaits] = 0;
         return true;
@@ -210,30 +213,36 @@ internal sealed class McsLock
     /// <summary>The node queued ahead of <paramref name="node"/> at its swap (id + 1),
     /// <see cref="AheadNone"/> if it entered a free lock, <see cref="AheadUnknown"/> while it
     /// is being queued; a plain load, as <see cref="SeemsGranted"/>.</summary>
-    public long AheadOf(int node) => _nodes[node * NodeLongs + Ahead];
+    public long AheadOf(int node) => _nodes[At(node) + Ahead];
 
     /// <summary>Whether the node holds, as a plain load for a racy snapshot of many words
     /// (<see cref="QueueDeadlockDetector"/>) that needs no ordering among them: its flag is
     /// clear, and a reader-writer writer has seen no reader.</summary>
-    public bool SeemsGranted(int node) => _nodes[node * NodeLongs + SpinFlag] == 0 && _nodes[node * NodeLongs + WriterWaits] == 0;
+    public bool SeemsGranted(int node) => _nodes[At(node) + SpinFlag] == 0 && _nodes[At(node) + WriterWaits] == 0;
 
     /// <summary>A writer at the head of its queue, waiting for readers to release (plain loads).</summary>
-    public bool SeemsWaitingForReaders(int node) => _nodes[node * NodeLongs + SpinFlag] == 0 && _nodes[node * NodeLongs + WriterWaits] != 0;
+    public bool SeemsWaitingForReaders(int node) => _nodes[At(node) + SpinFlag] == 0 && _nodes[At(node) + WriterWaits] != 0;
 
     /// <summary>Whether <paramref name="reader"/>'s node holds shared the lock <paramref name="writer"/>'s waits for (plain loads).</summary>
     public bool SeemsSharing(int reader, int writer)
     {
-        long held = _nodes[reader * NodeLongs + HeldKey];
-        return held != 0 && held == _nodes[writer * NodeLongs + Key];
+        long held = _nodes[At(reader) + HeldKey];
+        return held != 0 && held == _nodes[At(writer) + Key];
     }
 
     /// <summary>True while <paramref name="node"/> is the last in the queue: no successor has swapped the tail.</summary>
     public static bool IsTail(ref long tail, int node) => (Volatile.Read(ref tail) & TailMask) == (uint)(node + 1);
 
+    /// <summary>Where a node's words begin in <see cref="_nodes"/>.</summary>
+    int At(int node) => _start + node * NodeLongs;
+
+    /// <summary>The node whose words begin at <paramref name="at"/>.</summary>
+    int NodeAt(int at) => (at - _start) / NodeLongs;
+
     /// <summary>InitContext: nobody can reach this node before the swap publishes it.</summary>
     int InitContext(int node, long key)
     {
-        int me = node * NodeLongs;
+        int me = At(node);
         Volatile.Write(ref _nodes[me + Next], 0);
         Volatile.Write(ref _nodes[me + SpinFlag], 1);
         // The detector's words, plain stores on the node's own line: the swap's interlocked
@@ -249,7 +258,7 @@ internal sealed class McsLock
     /// <summary>LinkBehindPred: ctx_p.next = lockCtx, with whether it is a reader's, which its waker
     /// reads from its own line (one cache miss fewer on every hand-over: docs/measured/StealDB.md).</summary>
     void Link(long pred, int node, bool reader) =>
-        Volatile.Write(ref _nodes[(int)(pred - 1) * NodeLongs + Next], (node + 1L) | (reader ? ReaderLink : 0L));
+        Volatile.Write(ref _nodes[At((int)pred - 1) + Next], (node + 1L) | (reader ? ReaderLink : 0L));
 
     /// <summary>A reader's leaving the queue once woken (ReaderCheckNext to ReaderPassOn) and a
     /// writer's release (WriterCheckNext to WriterHandover), the same steps in RWMCSLock.tla:
@@ -257,7 +266,7 @@ internal sealed class McsLock
     /// wake it.</summary>
     void LeaveQueue(ref long word, int node)
     {
-        long next = SuccessorOrClearTail(ref word, node * NodeLongs);
+        long next = SuccessorOrClearTail(ref word, At(node));
         if (next != 0) Wake(ref word, next);
     }
 
@@ -278,7 +287,7 @@ internal sealed class McsLock
         }
         // The CAS first guesses the word a writer's release finds (the tail is this node, no
         // reader counted), as the writer's swap does; a failed one gives the next guess.
-        long mine = (uint)(me / NodeLongs + 1), w = mine, seen;
+        long mine = (uint)(NodeAt(me) + 1), w = mine, seen;
         while ((seen = Interlocked.CompareExchange(ref word, w & ~TailMask, w)) != w)
         {
             if ((seen & TailMask) != mine) return AwaitLink(me);
@@ -305,7 +314,7 @@ internal sealed class McsLock
     {
         while (true)
         {
-            int successor = (int)((next & TailMask) - 1) * NodeLongs;
+            int successor = At((int)(next & TailMask) - 1);
             bool reader = (next & ReaderLink) != 0;
             if (reader) Interlocked.Add(ref word, OneReader);
             if (!_givingUp || _wakeStores)
@@ -316,7 +325,7 @@ internal sealed class McsLock
                 return;
             }
             if (Interlocked.CompareExchange(ref _nodes[successor + SpinFlag], Granted, Waiting) == Waiting) return;
-            Debug.Assert(_nodes[successor + SpinFlag] == Abandoned, $"node {successor / NodeLongs}: a wake found it neither waiting nor given up (woken twice?)");
+            Debug.Assert(_nodes[successor + SpinFlag] == Abandoned, $"node {NodeAt(successor)}: a wake found it neither waiting nor given up (woken twice?)");
             if (reader) Interlocked.Add(ref word, -OneReader);
             // MCRWMCSLock.tla MutantLetGoBeforeRead: released before its successor is read.
             if (_letGoBeforeRead) Volatile.Write(ref _nodes[successor + SpinFlag], Released);
@@ -333,7 +342,7 @@ internal sealed class McsLock
     public bool TryAbandon(int node)
     {
         Debug.Assert(_givingUp, $"node {node}: given up in a lock built without givingUp, whose wakes are plain stores");
-        ref long flag = ref _nodes[node * NodeLongs + SpinFlag];
+        ref long flag = ref _nodes[At(node) + SpinFlag];
         if (_givesUpWoken)
         {
             // MCRWMCSLock.tla MutantGivesUpWoken: no CAS, so a woken node is given up too.
@@ -344,5 +353,5 @@ internal sealed class McsLock
     }
 
     /// <summary>Abandoned and not yet taken out of its queue by its waker.</summary>
-    public bool IsAbandoned(int node) => Volatile.Read(ref _nodes[node * NodeLongs + SpinFlag]) == Abandoned;
+    public bool IsAbandoned(int node) => Volatile.Read(ref _nodes[At(node) + SpinFlag]) == Abandoned;
 }

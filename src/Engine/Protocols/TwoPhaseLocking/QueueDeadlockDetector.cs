@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using Contend.Engine.Runtime;
 
 namespace Contend.Engine.Protocols.TwoPhaseLocking;
 
@@ -49,11 +50,11 @@ internal sealed class QueueDeadlockDetector
     public const int SearchEvery = 1;
 
     readonly McsLock _lock;
-    readonly int _workers, _frames, _nodesPerSlot, _stride;
-    /// <summary>Per worker, one block of <see cref="_stride"/> longs on lines of its own:
+    readonly int _workers, _frames, _nodesPerSlot, _stride, _stacksStart, _slotsStart;
+    /// <summary>Per worker from <see cref="_stacksStart"/>, one block of <see cref="_stride"/> longs on lines of its own (<see cref="CacheLines"/>):
     /// [0] the stack's depth, [1 + k] frame k: slot + 1 in the low half, waited node + 1 in the high.</summary>
     readonly long[] _stacks;
-    /// <summary>Per slot, eight words apart: [0] its transaction's start timestamp, written once an
+    /// <summary>Per slot from <see cref="_slotsStart"/>, a line each: [0] its transaction's start timestamp, written once an
     /// attempt; [1] the most of its nodes any of its transactions has locked (<see cref="Uses"/>).</summary>
     readonly long[] _slotWords;
     readonly Search[] _searches;
@@ -71,8 +72,8 @@ internal sealed class QueueDeadlockDetector
         _frames = frames;
         _nodesPerSlot = nodesPerSlot;
         _stride = ((1 + frames + 7) & ~7) + 8;
-        _stacks = new long[workers * _stride];
-        _slotWords = new long[workers * 8];
+        (_stacks, _stacksStart) = CacheLines.Blocks(workers * _stride / CacheLines.Longs);
+        (_slotWords, _slotsStart) = CacheLines.Blocks(workers);
         int graph = workers + workers * frames + workers * nodesPerSlot;
         _searches = new Search[workers];
         for (int w = 0; w < workers; w++) _searches[w] = new Search(graph);
@@ -81,7 +82,7 @@ internal sealed class QueueDeadlockDetector
     }
 
     /// <summary>The slot's transaction began an attempt with this start timestamp.</summary>
-    public void Began(int slot, long timestamp) => Volatile.Write(ref _slotWords[slot * 8], timestamp);
+    public void Began(int slot, long timestamp) => Volatile.Write(ref _slotWords[_slotsStart + slot * 8], timestamp);
 
     /// <summary>The slot's transaction may lock its first <paramref name="nodes"/> nodes; called by
     /// the slot's own worker before it locks them. The search for the readers a writer waits for
@@ -92,7 +93,7 @@ internal sealed class QueueDeadlockDetector
     /// Coyote it adds no scheduling point to every transaction's start.</summary>
     public void Uses(int slot, int nodes)
     {
-        ref long mark = ref _slotWords[slot * 8 + 1];
+        ref long mark = ref _slotWords[_slotsStart + slot * 8 + 1];
         if (nodes > mark) mark = nodes;
     }
 
@@ -102,13 +103,13 @@ internal sealed class QueueDeadlockDetector
     public void Waits(int worker, int depth, int slot, int node)
     {
         Debug.Assert(depth < _frames, $"worker {worker}: frame {depth} past the {_frames} the detector holds");
-        int at = worker * _stride;
+        int at = _stacksStart + worker * _stride;
         Volatile.Write(ref _stacks[at + 1 + depth], ((long)(node + 1) << 32) | (uint)(slot + 1));
         Volatile.Write(ref _stacks[at], depth + 1);
     }
 
     /// <summary>The worker's frame <paramref name="depth"/> no longer waits: granted, or given up.</summary>
-    public void Stops(int worker, int depth) => Volatile.Write(ref _stacks[worker * _stride], depth);
+    public void Stops(int worker, int depth) => Volatile.Write(ref _stacks[_stacksStart + worker * _stride], depth);
 
     /// <summary>Whether the worker's top frame, at <paramref name="depth"/> and waiting, lies on a
     /// cycle and is its component's victim (the class comment's rule).</summary>
@@ -126,7 +127,7 @@ internal sealed class QueueDeadlockDetector
         for (int v = 0; v < _workers; v++)
         {
             if (v == worker) continue;
-            int top = (int)_stacks[v * _stride] - 1;
+            int top = (int)_stacks[_stacksStart + v * _stride] - 1;
             if (top < 0 || top >= _frames || !search.Reached(Frame(v, top), reached) || WaitedNode(v, top) < 0) continue;
             long age = Age(v, top);
             if (age > myAge || age == myAge && v > worker) younger[count++] = Frame(v, top);
@@ -148,7 +149,7 @@ internal sealed class QueueDeadlockDetector
         int count = 0;
         for (int w = 0; w < _workers; w++)
             for (int k = 0; k < _frames; k++)
-                if (search.Reached(Frame(w, k), reached) && (int)(uint)_stacks[w * _stride + 1 + k] - 1 != w) stolen[count++] = Frame(w, k);
+                if (search.Reached(Frame(w, k), reached) && (int)(uint)_stacks[_stacksStart + w * _stride + 1 + k] - 1 != w) stolen[count++] = Frame(w, k);
         for (int i = 0; i < count; i++)
             if (stolen[i] == me || search.Run(this, stolen[i], me) >= 0) return true;
         return false;
@@ -157,11 +158,11 @@ internal sealed class QueueDeadlockDetector
     /// <summary>The start timestamp of the transaction whose op the frame runs.</summary>
     long Age(int worker, int depth)
     {
-        int slot = (int)(uint)_stacks[worker * _stride + 1 + depth] - 1;
-        return slot < 0 ? long.MaxValue : _slotWords[slot * 8];
+        int slot = (int)(uint)_stacks[_stacksStart + worker * _stride + 1 + depth] - 1;
+        return slot < 0 ? long.MaxValue : _slotWords[_slotsStart + slot * 8];
     }
 
-    int WaitedNode(int worker, int depth) => (int)(_stacks[worker * _stride + 1 + depth] >> 32) - 1;
+    int WaitedNode(int worker, int depth) => (int)(_stacks[_stacksStart + worker * _stride + 1 + depth] >> 32) - 1;
 
     // Graph ids: R(slot) = slot; F(w, k) = workers + w * frames + k; C(node) = workers + workers * frames + node.
     int Frame(int worker, int depth) => _workers + worker * _frames + depth;
@@ -175,10 +176,10 @@ internal sealed class QueueDeadlockDetector
             // R(slot): every frame, on any worker, running one of the slot's ops.
             for (int w = 0; w < _workers; w++)
             {
-                int depth = Math.Min((int)_stacks[w * _stride], _frames);
+                int depth = Math.Min((int)_stacks[_stacksStart + w * _stride], _frames);
                 for (int k = 0; k < depth; k++)
                 {
-                    int slot = (int)(uint)_stacks[w * _stride + 1 + k] - 1;
+                    int slot = (int)(uint)_stacks[_stacksStart + w * _stride + 1 + k] - 1;
                     if (slot == id && Visible(w, k)) search.Push(Frame(w, k));
                 }
             }
@@ -188,7 +189,7 @@ internal sealed class QueueDeadlockDetector
         if (id < _workers * _frames)
         {
             int w = id / _frames, k = id % _frames;
-            int depth = (int)_stacks[w * _stride];
+            int depth = (int)_stacks[_stacksStart + w * _stride];
             if (k >= depth || !Visible(w, k)) return;
             if (k + 1 < depth && k + 1 < _frames && Visible(w, k + 1)) search.Push(Frame(w, k + 1));
             int node = WaitedNode(w, k);
@@ -203,7 +204,7 @@ internal sealed class QueueDeadlockDetector
             for (int slot = 0; slot < _workers; slot++)
             {
                 if (slot == n / _nodesPerSlot) continue;
-                int used = (int)_slotWords[slot * 8 + 1];
+                int used = (int)_slotWords[_slotsStart + slot * 8 + 1];
                 for (int m = slot * _nodesPerSlot; m < slot * _nodesPerSlot + used; m++)
                     if (_lock.SeemsSharing(m, n)) { search.Push(slot); break; }
             }
@@ -217,7 +218,7 @@ internal sealed class QueueDeadlockDetector
 
     /// <summary>False only for the mutant's hidden frames: another slot's op on this worker.</summary>
     bool Visible(int worker, int depth) =>
-        !_ownFramesOnly || (int)(uint)_stacks[worker * _stride + 1 + depth] - 1 == worker;
+        !_ownFramesOnly || (int)(uint)_stacks[_stacksStart + worker * _stride + 1 + depth] - 1 == worker;
 
     /// <summary>One worker's scratch for depth-first searches: marks stamped per search, so none is cleared.</summary>
     sealed class Search(int nodes)
