@@ -13,6 +13,12 @@ namespace Contend.Harness.Peers;
 //   them, where ReactDB reads and validates them as rows.
 // - add_items asks the store where its items live, and the group for their discounts, in one
 //   call each; ReactDB makes a call per item (synchronous, in the cart's container).
+// - checkout calls its sections one after another in ascending order, where ReactDB's async
+//   deployment calls them all at once. Orleans ends a lock wait only by its timeouts (seconds):
+//   called at once, two checkouts took their sections in different orders, deadlocked, and the
+//   peer fell to 4 txn/s at 4 carts, one call hanging past the client's 30 s. In one order
+//   (its own cart, which no other client touches, then its sections ascending, then its
+//   customer), no two checkouts can wait for each other in a cycle.
 // The grains compute what ReactDB's reactors do (SmartMartReactors.cs): the same prices, the
 // same trend prediction over the same history window, the same logic delay per item.
 
@@ -136,10 +142,9 @@ internal sealed class MartCartGrain(OrleansMart mart, [TransactionalState("cart"
             int s = (int)lines[5 * j + 4];
             (purchases[s] ??= new()).AddRange([lines[5 * j] % perItem, lines[5 * j + 1], lines[5 * j + 2], lines[5 * j + 3]]);
         }
-        var sold = new List<Task<long>>();
+        long total = 0;
         for (int s = 0; s < sections; s++)
-            if (purchases[s] is { } p) sold.Add(GrainFactory.GetGrain<IMartSection>(s).Purchase(p.ToArray()));
-        long total = (await Task.WhenAll(sold)).Sum();
+            if (purchases[s] is { } p) total += await GrainFactory.GetGrain<IMartSection>(s).Purchase(p.ToArray());
         await GrainFactory.GetGrain<IMartCustomer>(customer).RecordVisit(total);
         await cart.PerformUpdate(state => state.Count = 0);
         return total;
