@@ -14,7 +14,7 @@ namespace Contend.Harness.Peers;
 // - add_items asks the store where its items live, and the group for their discounts, in one
 //   call each; ReactDB makes a call per item (synchronous, in the cart's container).
 // - checkout calls its sections one after another in ascending order, where ReactDB's async
-//   deployment calls them all at once. Orleans ends a lock wait only by its timeouts (seconds):
+//   deployment calls them all at once. Here a lock wait ended only at Orleans' timeouts (seconds):
 //   called at once, two checkouts took their sections in different orders, deadlocked, and the
 //   peer fell to 4 txn/s at 4 carts, one call hanging past the client's 30 s. In one order
 //   (its own cart, which no other client touches, then its sections ascending, then its
