@@ -19,7 +19,7 @@ namespace Contend.Harness.Peers;
 /// client co-hosted, and the same clients as ReactDB's (<see cref="MartInteractions"/>). The
 /// storage keeps its records in Orleans' own binary form, not the memory provider's default
 /// JSON: every commit writes each state it touched, a section's 2 x 1,000 counters among them,
-/// and JSON ran the peer about 2.5x slower (docs/measured/ReactDB.md). A
+/// and JSON ran the peer 2-3x slower (docs/measured/ReactDB.md). A
 /// transaction Orleans aborts (a lock conflict, a timeout) is retried at once, as ReactDB
 /// retries its conflicts, and counted; its latency runs from the first try.
 /// </summary>
