@@ -144,7 +144,7 @@ internal static class ReactDbStudy
         foreach (string k in points.Where(p => p.Figure == "orleans").Select(p => p.Point).Distinct())
         {
             string best = points.Where(p => p.Figure == "orleans" && p.Point == k && p.Protocol != OrleansRunner.Series).MaxBy(p => p.Throughput)!.Protocol;
-            sb.AppendLine($"| ReactDB ({best}) / Orleans transactions, {k} carts | >= 10x | {Cell(points, "orleans", k, best, OrleansRunner.Series, 10)} | " +
+            sb.AppendLine($"| ReactDB ({best}) / Orleans transactions, {k} cart{(k == "1" ? "" : "s")} | >= 10x | {Cell(points, "orleans", k, best, OrleansRunner.Series, 10)} | " +
                           $"{Cell(fast, "orleans", k, best, OrleansRunner.Series, 10)} | (not in the paper; Orleans users report thousands of two-grain transactions per second) |");
         }
         foreach (string theta in points.Where(p => p.Figure == "silo").Select(p => p.Point).Distinct())
