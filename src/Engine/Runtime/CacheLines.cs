@@ -13,7 +13,11 @@ namespace Contend.Engine.Runtime;
 /// </summary>
 internal static class CacheLines
 {
-    public const int Longs = 8;
+    /// <summary>A cache line's bytes on the machines the engine targets (x64, arm64).</summary>
+    public const int Bytes = 64;
+
+    /// <summary>Longs per line: a block's words.</summary>
+    public const int Longs = Bytes / sizeof(long);
 
     /// <summary>A pinned array of <paramref name="blocks"/> line-sized blocks; block b's words are
     /// [Start + b * 8, Start + b * 8 + 8).</summary>
@@ -21,6 +25,6 @@ internal static class CacheLines
     {
         var words = GC.AllocateArray<long>(blocks * Longs + Longs - 1, pinned: true);
         nint address = Marshal.UnsafeAddrOfPinnedArrayElement(words, 0);
-        return (words, (int)((64 - (address & 63)) & 63) / sizeof(long));
+        return (words, (int)((Bytes - (address & (Bytes - 1))) & (Bytes - 1)) / sizeof(long));
     }
 }

@@ -52,8 +52,8 @@ internal static class OrleansRunner
         try
         {
             var driver = new Driver(host.Services.GetRequiredService<IGrainFactory>());
-            var run = MartInteractions.Measure(mart, options, driver, () => (Volatile.Read(ref driver.Aborts), Volatile.Read(ref driver.TimedOut)));
-            long aborts = run.After.Item1 - run.Before.Item1, timedOut = run.After.Item2 - run.Before.Item2;
+            var run = MartInteractions.Measure(mart, options, driver, () => (Aborts: Volatile.Read(ref driver.Aborts), TimedOut: Volatile.Read(ref driver.TimedOut)));
+            long aborts = run.After.Aborts - run.Before.Aborts, timedOut = run.After.TimedOut - run.Before.TimedOut;
             var byReason = new Dictionary<string, long>();
             if (aborts > 0) byReason["OrleansTransactionAborted"] = aborts;
             if (timedOut > 0) byReason["OrleansResponseTimeout"] = timedOut;

@@ -884,7 +884,7 @@ internal sealed class StealDb : ITransactionProtocol
     /// hints took.</summary>
     internal sealed class HolderHints
     {
-        const int MostGroups = 4096, IntsPerLine = 16;
+        const int MostGroups = 4096, IntsPerLine = CacheLines.Bytes / sizeof(int);
         readonly int[] _hints;
         readonly int _rows, _groupMask, _groupShift, _groupWidth;
 

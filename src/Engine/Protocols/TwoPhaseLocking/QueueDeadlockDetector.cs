@@ -71,8 +71,10 @@ internal sealed class QueueDeadlockDetector
         _workers = workers;
         _frames = frames;
         _nodesPerSlot = nodesPerSlot;
-        _stride = ((1 + frames + 7) & ~7) + 8;
-        (_stacks, _stacksStart) = CacheLines.Blocks(workers * _stride / CacheLines.Longs);
+        // The depth and the frames on whole lines, and one line more between two workers' blocks.
+        int linesPerWorker = (1 + frames + CacheLines.Longs - 1) / CacheLines.Longs + 1;
+        _stride = linesPerWorker * CacheLines.Longs;
+        (_stacks, _stacksStart) = CacheLines.Blocks(workers * linesPerWorker);
         (_slotWords, _slotsStart) = CacheLines.Blocks(workers);
         int graph = workers + workers * frames + workers * nodesPerSlot;
         _searches = new Search[workers];
@@ -82,7 +84,7 @@ internal sealed class QueueDeadlockDetector
     }
 
     /// <summary>The slot's transaction began an attempt with this start timestamp.</summary>
-    public void Began(int slot, long timestamp) => Volatile.Write(ref _slotWords[_slotsStart + slot * 8], timestamp);
+    public void Began(int slot, long timestamp) => Volatile.Write(ref _slotWords[_slotsStart + slot * CacheLines.Longs], timestamp);
 
     /// <summary>The slot's transaction may lock its first <paramref name="nodes"/> nodes; called by
     /// the slot's own worker before it locks them. The search for the readers a writer waits for
@@ -93,7 +95,7 @@ internal sealed class QueueDeadlockDetector
     /// Coyote it adds no scheduling point to every transaction's start.</summary>
     public void Uses(int slot, int nodes)
     {
-        ref long mark = ref _slotWords[_slotsStart + slot * 8 + 1];
+        ref long mark = ref _slotWords[_slotsStart + slot * CacheLines.Longs + 1];
         if (nodes > mark) mark = nodes;
     }
 
@@ -159,7 +161,7 @@ internal sealed class QueueDeadlockDetector
     long Age(int worker, int depth)
     {
         int slot = (int)(uint)_stacks[_stacksStart + worker * _stride + 1 + depth] - 1;
-        return slot < 0 ? long.MaxValue : _slotWords[_slotsStart + slot * 8];
+        return slot < 0 ? long.MaxValue : _slotWords[_slotsStart + slot * CacheLines.Longs];
     }
 
     int WaitedNode(int worker, int depth) => (int)(_stacks[_stacksStart + worker * _stride + 1 + depth] >> 32) - 1;
@@ -204,7 +206,7 @@ internal sealed class QueueDeadlockDetector
             for (int slot = 0; slot < _workers; slot++)
             {
                 if (slot == n / _nodesPerSlot) continue;
-                int used = (int)_slotWords[_slotsStart + slot * 8 + 1];
+                int used = (int)_slotWords[_slotsStart + slot * CacheLines.Longs + 1];
                 for (int m = slot * _nodesPerSlot; m < slot * _nodesPerSlot + used; m++)
                     if (_lock.SeemsSharing(m, n)) { search.Push(slot); break; }
             }
