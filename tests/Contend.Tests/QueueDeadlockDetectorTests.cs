@@ -64,6 +64,18 @@ public class QueueDeadlockDetectorTests
     }
 
     [Fact]
+    public void A_lone_wait_is_not_searched_even_behind_its_own_transaction()
+    {
+        // Slot 0's op 1 queues on A behind its own op 0, which the spec's ASSUME rules out: a
+        // cycle through the one waiting frame and its own transaction, left to the threshold.
+        var g = new Graph();
+        Assert.True(g.Enqueue(ref g.A, slot: 0, op: 0));
+        Assert.False(g.Enqueue(ref g.A, slot: 0, op: 1));
+        g.Wait(worker: 0, depth: 0, slot: 0, op: 1);
+        Assert.False(g.D.IsVictim(0, 0));
+    }
+
+    [Fact]
     public void A_cycle_through_a_stolen_op_is_found_and_the_mutant_misses_it()
     {
         foreach (bool mutant in new[] { false, true })

@@ -205,7 +205,8 @@ internal sealed class StealDb : ITransactionProtocol
         s.Words.Doom = 0;
         Volatile.Write(ref s.Words.RqLength, roots.Length);
         // The roots are not published (StealDB.tla Roots): only ops made runnable later are.
-        Interlocked.Exchange(ref s.Words.StealContext, 0);
+        // An empty word is not written: a waiter of the last attempt may have its line.
+        if (Volatile.Read(ref s.Words.StealContext) != 0) Interlocked.Exchange(ref s.Words.StealContext, 0);
         // Init: op.tid = tid for every op. A stale context names an older tid, which no op
         // word holds again, so its CAS fails whichever of these stores it sees.
         for (int i = 0; i < n; i++) Volatile.Write(ref s.Ops[i].Tid, ctx.TxnId);
@@ -739,8 +740,11 @@ internal sealed class StealDb : ITransactionProtocol
             }
             else
             {
-                // WaiterStealSwap (C1): lines 1-5 as one exchange with the empty context.
-                context = Interlocked.Exchange(ref predecessor.Words.StealContext, 0);
+                // WaiterStealSwap (C1): lines 1-5 as one exchange with the empty context. An
+                // empty word is left alone: swapping it for itself is the same step, and the
+                // exchange would take the predecessor's line from its core on every round.
+                context = Volatile.Read(ref predecessor.Words.StealContext) == 0 ? 0
+                        : Interlocked.Exchange(ref predecessor.Words.StealContext, 0);
             }
             if (context != 0)
             {
@@ -752,7 +756,7 @@ internal sealed class StealDb : ITransactionProtocol
         }
         if (!McsLock.IsTail(ref tail, node)) return 0;
         // WaiterStealBack (C3): with no successor queued, nobody else will take what we handed down.
-        context = Interlocked.Exchange(ref s.Words.StealContext, 0);
+        context = Volatile.Read(ref s.Words.StealContext) == 0 ? 0 : Interlocked.Exchange(ref s.Words.StealContext, 0);
         if (context == 0) return 0;
         Audit?.Taken(s.Worker, context);
         Trace?.Add(new(StealDbAction.WaiterStealBack, RunnerTid(runner), Token: (TidOf(context), PositionOf(context))));

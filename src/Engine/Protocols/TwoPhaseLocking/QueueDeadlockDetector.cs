@@ -114,9 +114,21 @@ internal sealed class QueueDeadlockDetector
     public void Stops(int worker, int depth) => Volatile.Write(ref _stacks[_stacksStart + worker * _stride], depth);
 
     /// <summary>Whether the worker's top frame, at <paramref name="depth"/> and waiting, lies on a
-    /// cycle and is its component's victim (the class comment's rule).</summary>
+    /// cycle and is its component's victim (the class comment's rule).
+    ///
+    /// A worker's only waiting frame (depth 0) searches only if another worker has a waiting
+    /// frame. Every frame in the graph waits, so with no other the cycle would have to run from
+    /// the frame's queue back to its own transaction: a transaction waiting on a row it holds or
+    /// queued for. The spec's ASSUME rules that out (one op per record); StealDB refuses a
+    /// program that queues right behind itself (<c>GiveUpWaitOnItself</c>) and leaves the rest to
+    /// the wait threshold, and Mcs cannot form one (an attempt releases its abandoned nodes
+    /// before its retry queues). The check reads one word per other worker, where a search
+    /// reads the predecessor's node and every worker's stack: on the hot set, most waits are for
+    /// a transaction that is running, and the searches they skip were lines fetched from the
+    /// other core (docs/measured/StealDB.md, "Searching only beside another wait").</summary>
     public bool IsVictim(int worker, int depth)
     {
+        if (depth == 0 && !OtherWorkerWaits(worker)) return false;
         var search = _searches[worker];
         int me = Frame(worker, depth);
         int reached = search.Run(this, me, me);
@@ -137,6 +149,13 @@ internal sealed class QueueDeadlockDetector
         for (int i = 0; i < count; i++)
             if (search.Run(this, younger[i], me) >= 0) return false;
         return true;
+    }
+
+    bool OtherWorkerWaits(int worker)
+    {
+        for (int v = 0; v < _workers; v++)
+            if (v != worker && _stacks[_stacksStart + v * _stride] > 0) return true;
+        return false;
     }
 
     /// <summary>For tests, after <see cref="IsVictim"/> said true: whether a frame that runs another
