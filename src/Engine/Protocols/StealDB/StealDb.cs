@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using System.Diagnostics.CodeAnalysis;
 using System.Numerics;
 using System.Runtime.ExceptionServices;
 using System.Runtime.InteropServices;
@@ -390,7 +391,7 @@ internal sealed class StealDb : ITransactionProtocol
         long rowKey = HistoryRecorder.RowKey(table.Id, s.Ops[op].Row);
         if (audited) Audit?.Released(rowKey, tid);
         // Only if it still names us: readers share a row, and the hint names the last to execute.
-        if (_holders is not null && audited) Interlocked.CompareExchange(ref _holders[table.Id].Of(s.Ops[op].Row), 0, s.Worker + 1);
+        if (audited && Hinted(s.Ctx.Program)) Interlocked.CompareExchange(ref _holders[table.Id].Of(s.Ops[op].Row), 0, s.Worker + 1);
         if (s.Ops[op].SharedLock) _lock.UnlockShared(ref table.Word(s.Ops[op].Row), Node(s, op));
         else _lock.UnlockExclusive(ref table.Word(s.Ops[op].Row), Node(s, op));
         s.Ops[op].Lock = NotLocked;
@@ -398,6 +399,15 @@ internal sealed class StealDb : ITransactionProtocol
     }
 
     static int Node(Slot s, int op) => s.Worker * TxnContext.MaxOps + op;
+
+    /// <summary>Whether the program's rows get holder hints: under the basic policy, and only if
+    /// some op depends on another. A program of independent ops has every op a root, and roots
+    /// are never published, so its transaction's word stays empty and a waiter that found it
+    /// through a hint would take nothing, as it takes nothing from no hint. Leaving such rows'
+    /// hints alone saves two writes per op to lines the other workers read (on the hot set's
+    /// YCSB programs, docs/measured/StealDB.md, "Hints only where something can be published").</summary>
+    [MemberNotNullWhen(true, nameof(_holders))]
+    bool Hinted(TxnProgram program) => _holders is not null && program.Roots.Length < program.Ops.Length;
 
     // ---------------------------------------------------------------------------------
     // Algorithm 2, RUNOP(op, tid): op of the transaction in slot s, on behalf of tid, on
@@ -555,7 +565,7 @@ internal sealed class StealDb : ITransactionProtocol
         int row = s.Ops[op].Row;
         s.Ops[op].Lock = Held;
         Audit?.Acquired(HistoryRecorder.RowKey(table.Id, row), tid, s.Ops[op].SharedLock);
-        if (_holders is not null) Volatile.Write(ref _holders[table.Id].Of(row), s.Worker + 1);
+        if (Hinted(ctx.Program)) Volatile.Write(ref _holders[table.Id].Of(row), s.Worker + 1);
         var data = table.Payload(row);
         s.Ops[op].ReadVersion = Volatile.Read(ref table.Version(row));
         Audit?.Executed(tid, op);
