@@ -308,6 +308,7 @@ public class CommandLineTests
         Assert.Contains("StealDB >= 1.8x vanilla MCS 2PL", summary);
         Assert.Contains("| best 2PL / StealDBBasicWS |", summary);
         Assert.Matches(@"\| hot set, 16 rows \| no queue-lock protocol more than 2x below the best 2PL variant \| (NoWait|WaitDie|WaitsFor) [\d.]+x (StealDB|Mcs)", summary);
+        Assert.Matches(@"The hot set at 16 rows over the slow window's runs only \(both probes over the fast window's bound\): (- \(no runs\)|(NoWait|WaitDie|WaitsFor) [\d.]+x (StealDB\w*|Mcs) \((met|NOT met)\))\.", summary);
         Assert.Contains("48.0K vs 22.1K", output);
         Directory.Delete(dir, recursive: true);
     }
@@ -373,15 +374,19 @@ public class CommandLineTests
     }
 
     [Fact]
-    public void FastWindowRunsHaveBothProbesWithinTwiceTheFastest()
+    public void FastWindowRunsHaveBothProbesWithinTwiceTheFastestAndSlowWindowRunsBothOver()
     {
         static Harness.Studies.StudyRun Run(string protocol, double before, double after) =>
             new("f", "1", protocol, 0, new Harness.RunRow(protocol, "w", "c", 2, 1, 1, 1, 0, 0, new Dictionary<string, long>(), 0, 0, 0, 0, null, [], 0, new Dictionary<string, double>(), null),
                 before, after);
-        var runs = new[] { Run("fast", 70, 80), Run("slow after", 70, 300), Run("at the bound", 139, 140), Run("slow before", 141, 70), Run("unprobed", double.NaN, double.NaN) };
+        var runs = new[] { Run("fast", 70, 80), Run("slow after", 70, 300), Run("at the bound", 139, 140), Run("slow before", 141, 70), Run("slow", 300, 141),
+                           Run("unprobed", double.NaN, double.NaN) };
         double limit = Harness.Studies.Study.FastWindowLimit(runs);
         Assert.Equal(140, limit);
         Assert.Equal(["fast", "at the bound"], Harness.Studies.Study.InFastWindow(runs, limit).Select(r => r.Protocol));
+        // A run with one probe on each side of the bound is in neither window.
+        Assert.Equal(["slow"], Harness.Studies.Study.InSlowWindow(runs, limit).Select(r => r.Protocol));
+        Assert.Empty(Harness.Studies.Study.InSlowWindow(runs, double.NaN));
         Assert.True(double.IsNaN(Harness.Studies.Study.FastWindowLimit([runs[^1]])));
         Assert.Empty(Harness.Studies.Study.InFastWindow([runs[^1]], double.NaN));
         Assert.Equal("-", Harness.Studies.Study.Times(double.NaN));

@@ -93,7 +93,7 @@ internal static class ReactDbStudy
         var figures = Figures(options);
         return Study.Run("ReactDB study (seed 004, Section 4)", figures, options, outDirectory, commandLine, log,
                          ("; commit protocol per root attempt", p => double.IsNaN(p.Share(ReactDbRunner.CommitMicrosName)) ? "" : string.Create(CultureInfo.InvariantCulture, $", commit {p.Share(ReactDbRunner.CommitMicrosName):F1} us")),
-                         Ratios, (points, fast) => Verdict(points, fast),
+                         Ratios, (points, fast, _) => Verdict(points, fast),
                          "an interaction is add_items, then checkout: 2 transactions; the async deployment's executors are unpinned (9 threads on the machine's cores), the sync one's pinned");
     }
 

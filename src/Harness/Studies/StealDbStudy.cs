@@ -60,7 +60,7 @@ internal static class StealDbStudy
         var figures = Figures(options);
         return Study.Run("StealDB study (seed 000, Section 4)", figures, options, outDirectory, commandLine, log,
                          ("; share of ops run by a waiter for StealDB's code", p => double.IsNaN(p.Share(StealDb.StolenShareName)) ? "" : $", {p.Share(StealDb.StolenShareName):P0} stolen"), Ratios,
-                         (points, fast) => Verdict(points, fast, figures, options.Threads));
+                         (points, fast, slow) => Verdict(points, fast, slow, figures, options.Threads));
     }
 
     static string Ratios(Figure figure, IReadOnlyList<StudyPoint> points)
@@ -97,22 +97,24 @@ internal static class StealDbStudy
 
     /// <summary>The hot-set goal's row: at the hottest point, the queue-lock protocol furthest
     /// below the best 2PL variant, over all runs and over the fast window's.</summary>
-    static string HotSetVerdict(IReadOnlyList<StudyPoint> points, IReadOnlyList<StudyPoint> fast, string hottest)
-    {
-        static (string Worst, string Best, double Ratio) Worst(IReadOnlyList<StudyPoint> from, string label) =>
-            QueueLocks.Select(q =>
-                      {
-                          var (best, ratio) = BestTwoPhaseLockingOver(from, label, q);
-                          return (Worst: q, Best: best, Ratio: ratio);
-                      })
-                      .Where(x => !double.IsNaN(x.Ratio)).DefaultIfEmpty((Worst: "-", Best: "-", Ratio: double.NaN)).MaxBy(x => x.Ratio);
-        static string Said((string Worst, string Best, double Ratio) w) =>
-            double.IsNaN(w.Ratio) ? "- (no runs)" : $"{w.Best} {Study.Times(w.Ratio)} {w.Worst} ({(w.Ratio <= 2 ? "met" : "NOT met")})";
-        return $"| hot set, {hottest} rows | no queue-lock protocol more than 2x below the best 2PL variant | {Said(Worst(points, hottest))} | " +
-               $"{Said(Worst(fast, hottest))} | none: the paper leaves deadlocks to future work (its Section 6) |";
-    }
+    static string HotSetVerdict(IReadOnlyList<StudyPoint> points, IReadOnlyList<StudyPoint> fast, string hottest) =>
+        $"| hot set, {hottest} rows | no queue-lock protocol more than 2x below the best 2PL variant | {Said(WorstBelowBest(points, hottest))} | " +
+        $"{Said(WorstBelowBest(fast, hottest))} | none: the paper leaves deadlocks to future work (its Section 6) |";
 
-    static string Verdict(IReadOnlyList<StudyPoint> points, IReadOnlyList<StudyPoint> fast, IReadOnlyList<Figure> figures, int workers)
+    /// <summary>At a hot-set point, the queue-lock protocol furthest below the best 2PL variant.</summary>
+    static (string Worst, string Best, double Ratio) WorstBelowBest(IReadOnlyList<StudyPoint> from, string label) =>
+        QueueLocks.Select(q =>
+                  {
+                      var (best, ratio) = BestTwoPhaseLockingOver(from, label, q);
+                      return (Worst: q, Best: best, Ratio: ratio);
+                  })
+                  .Where(x => !double.IsNaN(x.Ratio)).DefaultIfEmpty((Worst: "-", Best: "-", Ratio: double.NaN)).MaxBy(x => x.Ratio);
+
+    /// <summary>The hot-set goal's judgement of <see cref="WorstBelowBest"/>.</summary>
+    static string Said((string Worst, string Best, double Ratio) w) =>
+        double.IsNaN(w.Ratio) ? "- (no runs)" : $"{w.Best} {Study.Times(w.Ratio)} {w.Worst} ({(w.Ratio <= 2 ? "met" : "NOT met")})";
+
+    static string Verdict(IReadOnlyList<StudyPoint> points, IReadOnlyList<StudyPoint> fast, IReadOnlyList<StudyPoint> slow, IReadOnlyList<Figure> figures, int workers)
     {
         var micro = points.Where(p => p.Figure == "micro").ToList();
         string hottest = micro[0].Point, coldest = micro[^1].Point;
@@ -141,7 +143,12 @@ internal static class StealDbStudy
         sb.AppendLine(CultureInfo.InvariantCulture,
             $"| TPC-C NewOrder, {neworder[0].Point} warehouse | none set | {tpcc:F2}x StealDBNoSteal | " +
             $"{(double.IsNaN(fastTpcc) ? "- (no runs)" : Study.Times(fastTpcc) + " StealDBNoSteal")} | up to 2.8x; 80% of ops run by other workers at 16 threads |");
-        sb.AppendLine(HotSetVerdict(points, fast, figures.Single(f => f.Name == "hotset").Points[0].Label));
+        string hotRows = figures.Single(f => f.Name == "hotset").Points[0].Label;
+        sb.AppendLine(HotSetVerdict(points, fast, hotRows));
+        sb.AppendLine();
+        // Where a protocol's runs straddle the windows, the all-runs medians compare a fast run
+        // with a slow one; the slow window's runs alone judge the goal where it is hardest.
+        sb.AppendLine($"The hot set at {hotRows} rows over the slow window's runs only (both probes over the fast window's bound): {Said(WorstBelowBest(slow, hotRows))}.");
         sb.AppendLine();
         sb.AppendLine("On 2 workers one waiter can help one holder. The table below bounds what that allows in this run, from");
         sb.AppendLine("one-worker rates; two workers also pay for the lines that move between them, which one worker does not");

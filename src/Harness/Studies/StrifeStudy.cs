@@ -54,7 +54,7 @@ internal static class StrifeStudy
         var figures = Figures(options);
         return Study.Run("Strife study (seed 002, Section 4)", figures, options, outDirectory, commandLine, log,
                          ("; for Strife, the share of transactions its analysis left residual", p => double.IsNaN(p.Share(StrifeProtocol.ResidualShareName)) ? "" : $", {p.Share(StrifeProtocol.ResidualShareName):P0} residual"), Ratios,
-                         (points, fast) => Verdict(points, fast, figures, options.Threads),
+                         (points, fast, _) => Verdict(points, fast, figures, options.Threads),
                          $"Strife with its defaults: {new StrifeOptions().Resolve(options.Threads)}");
     }
 

@@ -108,6 +108,17 @@ internal static class Study
         return runs.Where(r => !slow.Contains((r.Point, r.Repeat))).ToList();
     }
 
+    /// <summary>The runs whose probes before and after are both over <paramref name="limit"/>: the
+    /// slow window's, where a ratio of medians again compares like with like; none when it is NaN.
+    /// With <paramref name="inTurn"/>, a point's repeat is kept only if every probe of it is over.</summary>
+    public static List<StudyRun> InSlowWindow(IEnumerable<StudyRun> runs, double limit, bool inTurn = false)
+    {
+        static bool Slow(StudyRun r, double limit) => r.LineBefore > limit && r.LineAfter > limit;
+        if (!inTurn) return runs.Where(r => Slow(r, limit)).ToList();
+        var fast = runs.Where(r => !Slow(r, limit)).Select(r => (r.Point, r.Repeat)).ToHashSet();
+        return runs.Where(r => !fast.Contains((r.Point, r.Repeat))).ToList();
+    }
+
     /// <summary>Series <paramref name="a"/>'s median throughput over <paramref name="b"/>'s at one point of a figure.</summary>
     public static double Ratio(IReadOnlyList<StudyPoint> points, string figure, string label, string a, string b) =>
         points.Single(p => p.Figure == figure && p.Point == label && p.Protocol == a).Throughput /
@@ -179,12 +190,12 @@ internal static class Study
     /// provenance, <paramref name="settings"/>, each figure's <see cref="ThroughputTable"/> (each
     /// cell with <paramref name="cellNote"/>'s share) and <paramref name="ratios"/>, the ratios
     /// once more over the runs <see cref="InFastWindow"/>, and the
-    /// <paramref name="verdict"/> over all points (the medians of all runs, then of the
-    /// fast-window runs).
+    /// <paramref name="verdict"/> over all points (the medians of all runs, of the fast
+    /// window's runs, and of the slow window's).
     /// </summary>
     public static int Run(string heading, IReadOnlyList<Figure> figures, StudyOptions options, string outDirectory, string commandLine,
                           TextWriter log, (string What, Func<StudyPoint, string> Extra) cellNote, Func<Figure, IReadOnlyList<StudyPoint>, string> ratios,
-                          Func<IReadOnlyList<StudyPoint>, IReadOnlyList<StudyPoint>, string> verdict, string? settings = null)
+                          Func<IReadOnlyList<StudyPoint>, IReadOnlyList<StudyPoint>, IReadOnlyList<StudyPoint>, string> verdict, string? settings = null)
     {
         options.Validate();
         string dir = PrepareDirectory(outDirectory);
@@ -210,7 +221,7 @@ internal static class Study
         }
         // One bound for the whole study: a figure run entirely in a slow window has no fast runs.
         double limit = FastWindowLimit(measured.SelectMany(m => m.Runs));
-        List<StudyPoint> all = [], allFast = [];
+        List<StudyPoint> all = [], allFast = [], allSlow = [];
         foreach (var (figure, runs, points) in measured)
         {
             all.AddRange(points);
@@ -220,6 +231,7 @@ internal static class Study
             summary.Append(LineSummary(runs, fast.Count, limit));
             var fastPoints = Medians(figure, fast);
             allFast.AddRange(fastPoints);
+            allSlow.AddRange(Medians(figure, InSlowWindow(runs, limit, figure.InTurn)));
             if (fast.Count == 0)
             {
                 summary.AppendLine("No run of this figure was in the fast window.");
@@ -230,7 +242,7 @@ internal static class Study
             summary.AppendLine();
             summary.Append(ratios(figure, fastPoints));
         }
-        summary.Append(verdict(all, allFast));
+        summary.Append(verdict(all, allFast, allSlow));
         Runner.Atomic(Path.Combine(dir, "summary.md"), summary.ToString());
         log.WriteLine();
         log.Write(summary.ToString());
