@@ -394,7 +394,7 @@ public class CommandLineTests
     }
 
     [Fact]
-    public void FastWindowKeepsOrDropsTheRowsOfOneRunInTurnTogether()
+    public void EachWindowKeepsOrDropsTheRowsOfOneRunInTurnTogether()
     {
         static Harness.Studies.StudyRun Run(string point, int repeat, string series, double after) =>
             new("silo", point, series, repeat, new Harness.RunRow(series, "w", "c", 2, 1, 1, 1, 0, 0, new Dictionary<string, long>(), 0, 0, 0, 0, null, [], 0, new Dictionary<string, double>(), null),
@@ -406,6 +406,13 @@ public class CommandLineTests
         var together = Harness.Studies.Study.InFastWindow(runs, 140, inTurn: true);
         Assert.Equal([("0.9", 1, "Silo"), ("0.9", 1, "ReactDB"), ("0.0", 0, "ReactDB"), ("0.0", 0, "Silo")],
                      together.Select(r => (r.Point, r.Repeat, r.Protocol)));
+        // The slow window likewise: repeat 0's second series has a fast probe, so in turn the repeat goes whole.
+        var slow = new[] { Run("0.9", 0, "ReactDB", 300) with { LineBefore = 300 }, Run("0.9", 0, "Silo", 80) with { LineBefore = 300 },
+                           Run("0.9", 1, "Silo", 300) with { LineBefore = 310 }, Run("0.9", 1, "ReactDB", 320) with { LineBefore = 300 } };
+        Assert.Equal([("0.9", 0, "ReactDB"), ("0.9", 1, "Silo"), ("0.9", 1, "ReactDB")],
+                     Harness.Studies.Study.InSlowWindow(slow, 140).Select(r => (r.Point, r.Repeat, r.Protocol)));
+        Assert.Equal([("0.9", 1, "Silo"), ("0.9", 1, "ReactDB")],
+                     Harness.Studies.Study.InSlowWindow(slow, 140, inTurn: true).Select(r => (r.Point, r.Repeat, r.Protocol)));
     }
 
     /// <summary>Each run's row ends with the cache-line round trips measured before and after
