@@ -100,23 +100,22 @@ internal static class Study
     /// (<see cref="FastWindowLimit"/>); none when it is NaN. With <paramref name="inTurn"/>, the
     /// runs of one point and repeat are one measurement: kept only if every probe of them is
     /// within, for a ratio between two rows of one run in turn must not lose one of them.</summary>
-    public static List<StudyRun> InFastWindow(IEnumerable<StudyRun> runs, double limit, bool inTurn = false)
-    {
-        static bool Fast(StudyRun r, double limit) => r.LineBefore <= limit && r.LineAfter <= limit;
-        if (!inTurn) return runs.Where(r => Fast(r, limit)).ToList();
-        var slow = runs.Where(r => !Fast(r, limit)).Select(r => (r.Point, r.Repeat)).ToHashSet();
-        return runs.Where(r => !slow.Contains((r.Point, r.Repeat))).ToList();
-    }
+    public static List<StudyRun> InFastWindow(IEnumerable<StudyRun> runs, double limit, bool inTurn = false) =>
+        InWindow(runs, r => r.LineBefore <= limit && r.LineAfter <= limit, inTurn);
 
     /// <summary>The runs whose probes before and after are both over <paramref name="limit"/>: the
     /// slow window's, where a ratio of medians again compares like with like; none when it is NaN.
     /// With <paramref name="inTurn"/>, a point's repeat is kept only if every probe of it is over.</summary>
-    public static List<StudyRun> InSlowWindow(IEnumerable<StudyRun> runs, double limit, bool inTurn = false)
+    public static List<StudyRun> InSlowWindow(IEnumerable<StudyRun> runs, double limit, bool inTurn = false) =>
+        InWindow(runs, r => r.LineBefore > limit && r.LineAfter > limit, inTurn);
+
+    /// <summary>The runs <paramref name="inside"/> a window; with <paramref name="inTurn"/>, a point's
+    /// repeat only if every run of it is.</summary>
+    static List<StudyRun> InWindow(IEnumerable<StudyRun> runs, Func<StudyRun, bool> inside, bool inTurn)
     {
-        static bool Slow(StudyRun r, double limit) => r.LineBefore > limit && r.LineAfter > limit;
-        if (!inTurn) return runs.Where(r => Slow(r, limit)).ToList();
-        var fast = runs.Where(r => !Slow(r, limit)).Select(r => (r.Point, r.Repeat)).ToHashSet();
-        return runs.Where(r => !fast.Contains((r.Point, r.Repeat))).ToList();
+        if (!inTurn) return runs.Where(inside).ToList();
+        var outside = runs.Where(r => !inside(r)).Select(r => (r.Point, r.Repeat)).ToHashSet();
+        return runs.Where(r => !outside.Contains((r.Point, r.Repeat))).ToList();
     }
 
     /// <summary>Series <paramref name="a"/>'s median throughput over <paramref name="b"/>'s at one point of a figure.</summary>
