@@ -92,6 +92,13 @@ internal static class Study
         return probes.Count == 0 ? double.NaN : 2 * probes.Min();
     }
 
+    /// <summary>What the verdicts' window columns hold. Where a protocol's runs straddle the
+    /// windows, the all-runs medians compare a fast run with a slow one; each window's runs
+    /// alone compare like with like.</summary>
+    public const string WindowsNote =
+        "A run is in the fast window when both its probes are within the bound above, in the slow window when both are over it " +
+        "(a point measured in turn keeps or drops its runs together); a run in neither counts in \"all runs\" only.";
+
     /// <summary>Every probe the runs took, before and after, leaving out those that could not run.</summary>
     static IEnumerable<double> Probes(IEnumerable<StudyRun> runs) =>
         runs.SelectMany(r => new[] { r.LineBefore, r.LineAfter }).Where(ns => !double.IsNaN(ns));
