@@ -118,11 +118,16 @@ var studyWarmup = new Option<double>("--warmup") { Description = "seconds run be
 var repeats = new Option<int>("--repeats") { Description = "runs per point and protocol; the median is reported", DefaultValueFactory = _ => 3 };
 var studyOut = new Option<string>("--out") { Description = "directory for the CSVs, PNGs and summary.md (created)", DefaultValueFactory = _ => "study-results" };
 var small = new Option<bool>("--small") { Description = "small tables and two points per figure: checks the study runs, measures nothing" };
-var study = new Command("study", "a paper's throughput study: CSV, PNG per figure, and a summary against the paper") { studyName, studySeconds, studyWarmup, repeats, threads, studyOut, seed, small };
+var studyFigures = new Option<string[]>("--figure")
+{
+    Description = "run only this figure (repeatable; e.g. hotset), and leave out the verdict, which reads every figure",
+    AllowMultipleArgumentsPerToken = true,
+};
+var study = new Command("study", "a paper's throughput study: CSV, PNG per figure, and a summary against the paper") { studyName, studySeconds, studyWarmup, repeats, threads, studyOut, seed, small, studyFigures };
 study.SetAction(parse =>
 {
     var options = new StudyOptions(parse.GetValue(threads), parse.GetValue(studySeconds), parse.GetValue(studyWarmup), parse.GetValue(repeats),
-                                   parse.GetValue(seed), parse.GetValue(small));
+                                   parse.GetValue(seed), parse.GetValue(small), parse.GetValue(studyFigures));
     string dir = Path.Combine(parse.GetValue(studyOut)!, parse.GetValue(studyName)!);
     return parse.GetValue(studyName) switch
     {

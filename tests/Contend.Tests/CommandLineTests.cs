@@ -69,6 +69,7 @@ public class CommandLineTests
     [InlineData("--workload stealdb: the cluster runs ycsb or tpcc", "cluster", "--protocol", "NoWait", "--workload", "stealdb")]
     [InlineData("tpcc: remote probability -0.1 must be in [0, 1]", "run", "--protocol", "NoWait", "--workload", "tpcc", "--remote", "-0.1")]
     [InlineData("--callers -1: must be in 1..4096", "run", "--protocol", "NoWait", "--callers", "-1", "--rows", "1000")]
+    [InlineData("--figure hot: this study has no such figure (its figures: micro, neworder, hotset, one-worker)", "study", "stealdb", "--small", "--figure", "hot")]
     public void BadInputExitsTwoWithOneLine(string message, params string[] args)
     {
         var (code, _, err) = Contend(args);
@@ -311,6 +312,24 @@ public class CommandLineTests
         // The hot-set goal judged on each window's runs too: the slow window's cell is the fifth.
         Assert.Matches(@"\| hot set, 16 rows \| [^|]+ \| [^|]+ \| [^|]+ \| (- \(no runs\)|(NoWait|WaitDie|WaitsFor) [\d.]+x (StealDB\w*|Mcs) \((met|NOT met)\)) \| none: ", summary);
         Assert.Contains("48.0K vs 22.1K", output);
+        Directory.Delete(dir, recursive: true);
+    }
+
+    /// <summary>--figure runs the figures it names and no other, and the summary says the verdict,
+    /// which reads every figure, was left out rather than judging goals on what was not measured.</summary>
+    [Fact]
+    public void AStudyRunsOnlyTheFiguresNamedAndLeavesTheVerdictOut()
+    {
+        string dir = Path.Combine(Path.GetTempPath(), $"contend-study-{Guid.NewGuid():N}");
+        var (code, _, err) = Contend("study", "stealdb", "--small", "--seconds", "0.05", "--warmup", "0", "--repeats", "1", "--figure", "hotset", "--out", dir);
+        Assert.True(code == 0, err);
+        string results = Path.Combine(dir, "stealdb");
+        Assert.Equal(["hotset.csv"], Directory.GetFiles(results, "*.csv").Select(Path.GetFileName));
+        var lines = File.ReadAllLines(Path.Combine(results, "hotset.csv"));
+        Assert.Equal(1 + StealDbStudy.QueueLocks.Length + StealDbStudy.PlainTwoPhaseLocking.Length, lines.Length);
+        string summary = File.ReadAllText(Path.Combine(results, "summary.md"));
+        Assert.Contains("Not judged: the verdict reads every figure, and this run measured only hotset (--figure).", summary);
+        Assert.DoesNotContain("| | goal |", summary);
         Directory.Delete(dir, recursive: true);
     }
 

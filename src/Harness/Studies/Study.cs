@@ -7,8 +7,10 @@ namespace Contend.Harness.Studies;
 
 /// <summary>How a study runs: every point of every series is run <see cref="Repeats"/> times,
 /// the protocols in a rotating order within each repeat, so that drift of a noisy machine
-/// spreads over all of them; the median is reported.</summary>
-internal sealed record StudyOptions(int Threads = 2, double Seconds = 2, double Warmup = 0.5, int Repeats = 3, ulong Seed = 1, bool Small = false)
+/// spreads over all of them; the median is reported. <paramref name="Figures"/>: the figures to
+/// run, by name; null or empty runs them all.</summary>
+internal sealed record StudyOptions(int Threads = 2, double Seconds = 2, double Warmup = 0.5, int Repeats = 3, ulong Seed = 1, bool Small = false,
+                                    IReadOnlyList<string>? Figures = null)
 {
     public void Validate()
     {
@@ -90,6 +92,17 @@ internal static class Study
     {
         var probes = Probes(runs).ToList();
         return probes.Count == 0 ? double.NaN : 2 * probes.Min();
+    }
+
+    /// <summary>The figures <paramref name="names"/> asks for, in the study's order; all of them
+    /// when it names none. A name the study does not have is a usage error that lists those it has.</summary>
+    static List<Figure> Chosen(IReadOnlyList<Figure> figures, IReadOnlyList<string>? names)
+    {
+        if (names is not { Count: > 0 }) return [.. figures];
+        foreach (string name in names)
+            if (!figures.Any(f => f.Name == name))
+                throw new UsageException($"--figure {name}: this study has no such figure (its figures: {string.Join(", ", figures.Select(f => f.Name))})");
+        return figures.Where(f => names.Contains(f.Name)).ToList();
     }
 
     /// <summary>What the verdicts' window columns hold. Where a protocol's runs straddle the
@@ -204,6 +217,7 @@ internal static class Study
                           Func<IReadOnlyList<StudyPoint>, IReadOnlyList<StudyPoint>, IReadOnlyList<StudyPoint>, string> verdict, string? settings = null)
     {
         options.Validate();
+        var chosen = Chosen(figures, options.Figures);
         string dir = PrepareDirectory(outDirectory);
         var metadata = Runner.Metadata(commandLine, options.Seed);
         var summary = new StringBuilder();
@@ -216,7 +230,7 @@ internal static class Study
         if (settings is not null) summary.AppendLine($"- {settings}");
         summary.AppendLine();
         var measured = new List<(Figure Figure, List<StudyRun> Runs, List<StudyPoint> Points)>();
-        foreach (var figure in figures)
+        foreach (var figure in chosen)
         {
             log.WriteLine(figure.Title);
             var runs = Measure(figure, options, line => log.WriteLine(line));
@@ -248,11 +262,17 @@ internal static class Study
             summary.AppendLine();
             summary.Append(ratios(figure, fastPoints));
         }
-        summary.Append(verdict(all, allFast, allSlow));
+        if (chosen.Count == figures.Count) summary.Append(verdict(all, allFast, allSlow));
+        else
+        {
+            summary.AppendLine("## Against the goal and the paper");
+            summary.AppendLine();
+            summary.AppendLine($"Not judged: the verdict reads every figure, and this run measured only {string.Join(", ", chosen.Select(f => f.Name))} (--figure).");
+        }
         Runner.Atomic(Path.Combine(dir, "summary.md"), summary.ToString());
         log.WriteLine();
         log.Write(summary.ToString());
-        log.WriteLine($"written: {dir}/summary.md, {string.Join(", ", figures.Select(f => f.Name + ".csv"))} and a throughput and an abort-rate PNG per figure");
+        log.WriteLine($"written: {dir}/summary.md, {string.Join(", ", chosen.Select(f => f.Name + ".csv"))} and a throughput and an abort-rate PNG per figure");
         return 0;
     }
 
