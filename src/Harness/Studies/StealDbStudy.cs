@@ -96,7 +96,7 @@ internal static class StealDbStudy
     }
 
     /// <summary>The hot-set goal's row: at the hottest point, the queue-lock protocol furthest
-    /// below the best 2PL variant, over all runs and over the fast window's.</summary>
+    /// below the best 2PL variant, over all runs, over the fast window's and over the slow window's.</summary>
     static string HotSetVerdict(IReadOnlyList<StudyPoint> points, IReadOnlyList<StudyPoint> fast, IReadOnlyList<StudyPoint> slow, string hottest) =>
         $"| hot set, {hottest} rows | no queue-lock protocol more than 2x below the best 2PL variant | {Said(WorstBelowBest(points, hottest))} | " +
         $"{Said(WorstBelowBest(fast, hottest))} | {Said(WorstBelowBest(slow, hottest))} | none: the paper leaves deadlocks to future work (its Section 6) |";
