@@ -1,3 +1,5 @@
+using System.Diagnostics.CodeAnalysis;
+using System.Runtime.CompilerServices;
 using Contend.Engine.Storage;
 
 namespace Contend.Engine.Programs;
@@ -121,10 +123,16 @@ public sealed class TxnProgram
     internal long RunBody(Op op, bool write, Span<byte> row, ReadOnlySpan<long> args, ReadOnlySpan<long> results)
     {
         long result = op.BodyFor(write)(row, args, results);
-        if (result == UserAbort && op.NeverAborts)
-            throw new InvalidOperationException($"program {Name}, op {op.Name}: the body returned UserAbort, but the program declared it never aborts ({(BodiesMayAbort ? "NeverAborts" : "BodiesNeverAbort")})");
+        if (result == UserAbort && op.NeverAborts) ThrowAbortedThoughNeverAborts(op);
         return result;
     }
+
+    /// <summary>Out of line: <see cref="RunBody"/> is inlined into every protocol's op loop, and
+    /// the message's interpolation handler, inlined with it, was a stack slot of several hundred
+    /// bytes that each call zeroed on entry (docs/measured/StealDB.md, "Frames without zeroing").</summary>
+    [DoesNotReturn, MethodImpl(MethodImplOptions.NoInlining)]
+    void ThrowAbortedThoughNeverAborts(Op op) =>
+        throw new InvalidOperationException($"program {Name}, op {op.Name}: the body returned UserAbort, but the program declared it never aborts ({(BodiesMayAbort ? "NeverAborts" : "BodiesNeverAbort")})");
 
     /// <summary>The program's name.</summary>
     public override string ToString() => Name;
