@@ -296,7 +296,7 @@ internal sealed class StealDb : ITransactionProtocol
         {
             if (s.Ops[i].Lock == Held && s.Ops[i].Wrote)
             {
-                var table = s.Tables[i];
+                var table = s.Ops[i].Table;
                 s.Images.AsSpan(i * _imageBytes, table.PayloadSize).CopyTo(table.Payload(s.Ops[i].Row));
             }
         }
@@ -376,12 +376,12 @@ internal sealed class StealDb : ITransactionProtocol
     bool Granted(Slot s, int op, int node, ref long word) =>
         s.Ops[op].SharedLock ? _lock.CheckAcquiredShared(ref word, node) : _lock.CheckAcquiredExclusive(ref word, node);
 
-    ref long RowWord(Slot s, int op) => ref s.Tables[op].Word(s.Ops[op].Row);
+    ref long RowWord(Slot s, int op) => ref s.Ops[op].Table.Word(s.Ops[op].Row);
 
     /// <summary>A committed op's version, if it wrote its row; stored while the row is still locked.</summary>
     void InstallVersion(Slot s, int op, long tid)
     {
-        if (s.Ops[op].Wrote) Volatile.Write(ref s.Tables[op].Version(s.Ops[op].Row), tid);
+        if (s.Ops[op].Wrote) Volatile.Write(ref s.Ops[op].Table.Version(s.Ops[op].Row), tid);
     }
 
     /// <summary>OwnerRelease of one lock context. An abandoned one (a waiter gave up on it) was
@@ -389,7 +389,7 @@ internal sealed class StealDb : ITransactionProtocol
     void Unlock(Slot s, int op, long tid, bool audited = true)
     {
         using var step = new TracedStep(Trace?.Gate);
-        var table = s.Tables[op];
+        var table = s.Ops[op].Table;
         long rowKey = HistoryRecorder.RowKey(table.Id, s.Ops[op].Row);
         if (audited) Audit?.Released(rowKey, tid);
         // Only if it still names us: readers share a row, and the hint names the last to execute.
@@ -540,7 +540,7 @@ internal sealed class StealDb : ITransactionProtocol
             return LockStep.Finished;
         }
         s.Ops[op].Row = row;
-        s.Tables[op] = table;
+        s.Ops[op].Table = table;
         bool shared = !o.Writes(ctx.Args);
         s.Ops[op].SharedLock = shared;
         ref long word = ref table.Word(row);
@@ -564,7 +564,7 @@ internal sealed class StealDb : ITransactionProtocol
         var ctx = s.Ctx;
         var o = ctx.Program.Ops[op];
         ReadOnlySpan<long> args = ctx.Args;
-        var table = s.Tables[op];
+        var table = s.Ops[op].Table;
         int row = s.Ops[op].Row;
         s.Ops[op].Lock = Held;
         Audit?.Acquired(HistoryRecorder.RowKey(table.Id, row), tid, s.Ops[op].SharedLock);
@@ -838,10 +838,6 @@ internal sealed class StealDb : ITransactionProtocol
         /// The array is not line-aligned, so each op shares a line with a neighbour at one end;
         /// aligned (<see cref="CacheLines"/>), StealDB ran no faster (docs/measured/StealDB.md).</summary>
         public readonly OpLine[] Ops = new OpLine[TxnContext.MaxOps];
-        /// <summary>Per op, its row's table once its row is found: what the release and the
-        /// undo use, where looking it up again from the program took six dependent loads an op,
-        /// each time (docs/measured/StealDB.md, "Frames without zeroing").</summary>
-        public readonly Table[] Tables = new Table[TxnContext.MaxOps];
         /// <summary>rq: op index + 1 per position, 0 while a position is reserved but unwritten.</summary>
         public readonly int[] Rq = new int[TxnContext.MaxOps];
         /// <summary>Before-images, one region of a whole number of cache lines per op.</summary>
@@ -865,6 +861,11 @@ internal sealed class StealDb : ITransactionProtocol
         [FieldOffset(33)] public bool Wrote;
         /// <summary>The op's node is a reader's (the op only reads its row).</summary>
         [FieldOffset(34)] public bool SharedLock;
+        /// <summary>The row's table, once the row is found: what the release and the undo use,
+        /// where looking it up again from the program took six dependent loads an op, each time
+        /// (docs/measured/StealDB.md, "Frames without zeroing"). In the op's line, not an array
+        /// of its own: the thread that runs the op writes it, as it writes the row.</summary>
+        [FieldOffset(40)] public Table Table;
     }
 
     /// <summary>The slot's words that change while it runs, in groups by who writes them and
