@@ -282,7 +282,7 @@ internal sealed class StealDb : ITransactionProtocol
                     for (int i = 0; i < n; i++)
                     {
                         if (s.Ops[i].Lock != Held) continue;
-                        long rowKey = HistoryRecorder.RowKey(program.Ops[i].TableId, s.Ops[i].Row);
+                        long rowKey = HistoryRecorder.RowKey(s.Ops[i].Table.Id, s.Ops[i].Row);
                         history.Add(new Access(rowKey, s.Ops[i].ReadVersion, s.Ops[i].Wrote));
                     }
                     ctx.Recorder!.Commit(ctx, history);
@@ -802,7 +802,7 @@ internal sealed class StealDb : ITransactionProtocol
     /// return it (the context in <paramref name="context"/>); -1 if there is none to take.</summary>
     int TakeBasic(Slot s, int op, int runner, out long context)
     {
-        int holder = Volatile.Read(ref _holders![s.Ctx.Program.Ops[op].TableId].Of(s.Ops[op].Row)) - 1;
+        int holder = Volatile.Read(ref _holders![s.Ops[op].Table.Id].Of(s.Ops[op].Row)) - 1;
         context = 0;
         if (holder < 0) return -1;
         var h = _slots[holder];
