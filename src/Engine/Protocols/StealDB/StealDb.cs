@@ -257,12 +257,14 @@ internal sealed class StealDb : ITransactionProtocol
         if (reason == AbortReason.None)
         {
             Audit?.Committing(ctx.TxnId, n);
-            ctx.InsertCount = 0;
-            for (int i = 0; i < n; i++)
+            // The program's list of its inserts, where looking at every op's mode loaded each
+            // op's object on every commit of programs that insert nothing.
+            var inserts = program.InsertsInOrder;
+            ctx.InsertCount = inserts.Length;
+            for (int k = 0; k < inserts.Length; k++)
             {
-                if (program.Ops[i].Mode != AccessMode.Insert) continue;
-                ctx.InsOp[ctx.InsertCount] = i;
-                ctx.InsKey[ctx.InsertCount++] = s.Ops[i].InsertKey;
+                ctx.InsOp[k] = inserts[k];
+                ctx.InsKey[k] = s.Ops[inserts[k]].InsertKey;
             }
             try
             {
@@ -625,9 +627,20 @@ internal sealed class StealDb : ITransactionProtocol
     /// for its dependents, as the spec's <c>ready</c> counts every op with a status.</summary>
     void Finish(Slot s, int op, long tid, bool insertDependents, int runner)
     {
+        var dependents = s.Ctx.Program.Dependents[op];
+        if (dependents.Length > 0) Ready(s, dependents, tid, insertDependents);
+        // Last: the owner may decide, and reuse the slot, once every op has counted itself.
+        if (runner == s.Worker) s.Words.OwnFinished++;
+        else Interlocked.Increment(ref s.Words.Finished);
+    }
+
+    /// <summary>Counts the finished op off its dependents and, if asked, inserts those it made
+    /// runnable. Apart from <see cref="Finish"/>: its stack buffer gave every finish a frame
+    /// sized at run time, the ops without dependents (all of YCSB's) included.</summary>
+    void Ready(Slot s, int[] dependents, long tid, bool insertDependents)
+    {
         var program = s.Ctx.Program;
-        var dependents = program.Dependents[op];
-        Span<int> ready = dependents.Length == 0 ? default : stackalloc int[dependents.Length];
+        Span<int> ready = stackalloc int[dependents.Length];
         int count = 0;
         foreach (int d in dependents)
         {
@@ -637,16 +650,11 @@ internal sealed class StealDb : ITransactionProtocol
             if (program.DependencyCount[d] > 1 && Interlocked.Decrement(ref s.Ops[d].DepsLeft) != 0) continue;
             if (insertDependents) ready[count++] = d;
         }
-        if (count > 0)
-        {
-            // ExecuteOp appends the whole ready set at once: one reservation of its positions.
-            int last = Interlocked.Add(ref s.Words.RqLength, count);
-            for (int k = 0; k < count; k++) Volatile.Write(ref s.Rq[last - count + k], ready[k] + 1);
-            if (_policy != StealPolicy.None) Publish(s, tid, last);
-        }
-        // Last: the owner may decide, and reuse the slot, once every op has counted itself.
-        if (runner == s.Worker) s.Words.OwnFinished++;
-        else Interlocked.Increment(ref s.Words.Finished);
+        if (count == 0) return;
+        // ExecuteOp appends the whole ready set at once: one reservation of its positions.
+        int last = Interlocked.Add(ref s.Words.RqLength, count);
+        for (int k = 0; k < count; k++) Volatile.Write(ref s.Rq[last - count + k], ready[k] + 1);
+        if (_policy != StealPolicy.None) Publish(s, tid, last);
     }
 
     static void Publish(Slot s, long tid, int position) =>
