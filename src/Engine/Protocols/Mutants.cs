@@ -1,22 +1,20 @@
+using Contend.Engine.Runtime;
+
 namespace Contend.Engine.Protocols;
 
 /// <summary>
 /// One mutant's switch as a protocol holds it: read where the broken step would run, it is
-/// false unless the process enabled mutants (the runtime switch <see cref="SwitchName"/>, which
-/// only the test projects set) and the protocol was built with the mutant. In every other
-/// process <see cref="Enabled"/> is a static readonly false, which the JIT folds once the class
-/// is initialized: the check and the branch it guards are compiled away, and the mutant's field
-/// is never loaded on the hot path.
+/// false unless the process enabled the engine's test hooks (<see cref="TestHooks"/>, which
+/// only the test projects do) and the protocol was built with the mutant. In every other
+/// process <see cref="TestHooks.Enabled"/> is a static readonly false, which the JIT folds:
+/// the check and the branch it guards are compiled away, and the mutant's field is never
+/// loaded on the hot path.
 /// </summary>
 /// <remarks>Each protocol declares its mutants as an internal flags enum in its own folder
 /// (<see cref="ProtocolDescriptor.Mutants"/>); the core's own are <see cref="OpByOpMutants"/>.
 /// A flag of another enum than the one asked about is off.</remarks>
 internal readonly struct MutantFlag
 {
-    public const string SwitchName = "Contend.Engine.Mutants";
-
-    static readonly bool Enabled = AppContext.TryGetSwitch(SwitchName, out bool on) && on;
-
     readonly bool _on;
 
     /// <param name="built">the mutants the protocol was built with (null: none)</param>
@@ -24,13 +22,13 @@ internal readonly struct MutantFlag
     public MutantFlag(Enum? built, Enum mutant)
     {
         bool on = built is not null && built.GetType() == mutant.GetType() && built.HasFlag(mutant);
-        if (on && !Enabled)
-            throw new InvalidOperationException($"mutant {mutant}: this process has not enabled mutants (runtime switch {SwitchName}); only the test projects do");
+        if (on && !TestHooks.Enabled)
+            throw new InvalidOperationException($"mutant {mutant}: this process has not enabled the engine's test hooks (runtime switch {TestHooks.SwitchName}); only the test projects do");
         _on = on;
     }
 
     [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.AggressiveInlining)]
-    public static implicit operator bool(MutantFlag flag) => Enabled && flag._on;
+    public static implicit operator bool(MutantFlag flag) => TestHooks.Enabled && flag._on;
 }
 
 /// <summary>The core's mutants, which every op-by-op protocol honours (internal: the test

@@ -1,3 +1,5 @@
+using System.Runtime.CompilerServices;
+
 namespace Contend.Engine.Runtime;
 
 /// <summary>
@@ -32,14 +34,21 @@ internal readonly ref struct TracedStep
 
     public TracedStep(object? gate)
     {
-        if (gate is null) return;
-        Monitor.Enter(gate);
-        (t_held ??= new()).Push(gate);
+        if (!TestHooks.Enabled || gate is null) return;
+        Enter(gate);
         _entered = true;
     }
 
+    /// <summary>Empty where test hooks are off, so the JIT drops the finally a <c>using</c> makes.</summary>
     public void Dispose()
     {
-        if (_entered) Monitor.Exit(t_held!.Pop());
+        if (TestHooks.Enabled && _entered) Monitor.Exit(t_held!.Pop());
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static void Enter(object gate)
+    {
+        Monitor.Enter(gate);
+        (t_held ??= new()).Push(gate);
     }
 }

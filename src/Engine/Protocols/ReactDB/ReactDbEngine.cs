@@ -119,8 +119,14 @@ public sealed class ReactDbEngine : IAsyncDisposable
 
     /// <summary>Where the engine records every step it takes as the action of ReactDB.tla it
     /// implements, for trace validation (specs/ReactDB/ReactDBTrace.tla); set before the first
-    /// root runs. Null in production.</summary>
-    internal ReactDbTrace? Trace { get; set; }
+    /// root runs. Null, and folded to null by the JIT, where test hooks are off (<see cref="TestHooks"/>).</summary>
+    internal ReactDbTrace? Trace
+    {
+        get => TestHooks.Enabled ? _trace : null;
+        init => _trace = TestHooks.Attach(value, nameof(Trace));
+    }
+
+    readonly ReactDbTrace? _trace;
 
     /// <summary>The reactors and containers the engine serves.</summary>
     public ReactorDeployment Deployment => _deployment;

@@ -78,13 +78,26 @@ internal sealed class StealDb : ITransactionProtocol
     readonly HolderHints[]? _holders;
     readonly MutantFlag _readThenClear, _claimTestThenSet, _earlyRelease, _runWithoutLock, _timeoutLeavesQueue, _failureEscapes;
 
+    readonly StealDbAudit? _audit;
+    readonly StealDbTrace? _trace;
+
     /// <summary>Test hook: when set, every claim, take, lock and release is checked against the
-    /// spec's invariants. Null in production: one predictable branch per event.</summary>
-    internal StealDbAudit? Audit { get; set; }
+    /// spec's invariants. Null, and folded to null by the JIT, where test hooks are off (<see cref="TestHooks"/>).</summary>
+    internal StealDbAudit? Audit
+    {
+        get => TestHooks.Enabled ? _audit : null;
+        init => _audit = TestHooks.Attach(value, nameof(Audit));
+    }
 
     /// <summary>Test hook: when set, every step is recorded as the spec action it implements,
-    /// for trace validation against the spec (<see cref="StealDbTrace"/>). Null in production.</summary>
-    internal StealDbTrace? Trace { get; set; }
+    /// for trace validation against the spec (<see cref="StealDbTrace"/>). Null, and folded to
+    /// null by the JIT, where test hooks are off: then no step takes the trace's gate, and no
+    /// method keeps the finally that would release it.</summary>
+    internal StealDbTrace? Trace
+    {
+        get => TestHooks.Enabled ? _trace : null;
+        init => _trace = TestHooks.Attach(value, nameof(Trace));
+    }
 
     public string Name { get; }
 
