@@ -22,8 +22,7 @@ internal readonly struct MutantFlag
     public MutantFlag(Enum? built, Enum mutant)
     {
         bool on = built is not null && built.GetType() == mutant.GetType() && built.HasFlag(mutant);
-        if (on && !TestHooks.Enabled)
-            throw new InvalidOperationException($"mutant {mutant}: this process has not enabled the engine's test hooks (runtime switch {TestHooks.SwitchName}); only the test projects do");
+        if (on && !TestHooks.Enabled) throw TestHooks.Refused($"mutant {mutant}");
         _on = on;
     }
 

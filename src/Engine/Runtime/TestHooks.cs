@@ -24,6 +24,10 @@ internal static class TestHooks
 
     /// <summary><see cref="Attach{T}(T, string)"/> as a process with hooks <paramref name="enabled"/> or not would.</summary>
     internal static T? Attach<T>(T? hook, string what, bool enabled) where T : class =>
-        hook is null || enabled ? hook
-        : throw new InvalidOperationException($"{what}: this process has not enabled the engine's test hooks (runtime switch {SwitchName}); only the test projects do");
+        hook is null || enabled ? hook : throw Refused(what);
+
+    /// <summary>The error for a hook, or a mutant, asked for in a process without the switch.</summary>
+    /// <param name="what">what was asked for, for the message</param>
+    public static InvalidOperationException Refused(string what) =>
+        new($"{what}: this process has not enabled the engine's test hooks (runtime switch {SwitchName}); only the test projects do");
 }
