@@ -30,13 +30,19 @@ internal sealed class InTurn
     {
         _sliceSeconds = sliceSeconds;
         _warmupSlices = (int)Math.Ceiling(options.WarmupSeconds / sliceSeconds);
-        _slices = Math.Max(1, (int)Math.Round(options.Seconds / sliceSeconds));
+        _slices = Pairs(options, sliceSeconds);
         _seats = [new Seat(), new Seat()];
     }
 
+    /// <summary>The measured pairs of slices over <paramref name="options"/>' seconds, before any
+    /// pair without commits on both sides is left out.</summary>
+    public static int Pairs(RunOptions options, double sliceSeconds) => Math.Max(1, (int)Math.Round(options.Seconds / sliceSeconds));
+
     /// <summary>Runs <paramref name="first"/> and <paramref name="second"/>, each on a thread of its
-    /// own with its seat, and drives their slices; returns their rows and, per pair of slices, the
-    /// first's throughput over the second's.</summary>
+    /// own with its seat, and drives their slices; returns their rows and, per pair of slices in
+    /// which both runs committed, the first's throughput over the second's. A pair in which either
+    /// committed nothing is left out: its ratio, 0 or infinite, says that a run's callers got no
+    /// thread in their slice (a starved thread pool), not how the two engines compare.</summary>
     public (RunRow First, RunRow Second, double[] Ratios) Run(Func<Seat, RunRow> first, Func<Seat, RunRow> second)
     {
         var rows = new RunRow?[2];
@@ -65,7 +71,7 @@ internal sealed class InTurn
                 var rates = new double[2];
                 foreach (int i in round % 2 == 0 ? [0, 1] : new[] { 1, 0 })
                     rates[i] = _seats[i].Slice(_sliceSeconds, measured);
-                if (measured && rates[1] > 0) ratios.Add(rates[0] / rates[1]);
+                if (measured && rates[0] > 0 && rates[1] > 0) ratios.Add(rates[0] / rates[1]);
             }
             foreach (var seat in _seats) seat.CloseWindow();
         }

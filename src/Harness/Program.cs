@@ -222,9 +222,9 @@ static int PrintInTurn((RunRow First, RunRow Second, double[] Ratios) pair, RunO
     double Quantile(double q) => ratios[(int)Math.Round(q * (ratios.Length - 1))];
     string of = $"{first.Protocol} / {second.Protocol}";
     Console.WriteLine(ratios.Length == 0
-        ? $"in turn: no pair of slices in which {second.Protocol} committed anything"
+        ? $"in turn: no pair of slices in which both {first.Protocol} and {second.Protocol} committed something"
         : string.Create(CultureInfo.InvariantCulture,
-            $"in turn, {ratios.Length} pairs of {InTurn.Slice} s slices: {of} median {Quantile(0.5):F3} (quartiles {Quantile(0.25):F3}-{Quantile(0.75):F3}), of the totals {first.Throughput / second.Throughput:F3}"));
+            $"in turn, {ratios.Length} of {InTurn.Pairs(options, InTurn.Slice)} pairs of {InTurn.Slice} s slices with commits on both sides: {of} median {Quantile(0.5):F3} (quartiles {Quantile(0.25):F3}-{Quantile(0.75):F3}), of the totals {first.Throughput / second.Throughput:F3}"));
     Console.WriteLine($"{first.Config}\n{second.Config}");
     if (prefix is not null) Runner.Write(prefix, [first, second], Runner.Metadata(Environment.CommandLine, options.Seed));
     return first.Anomalies > 0 || second.Anomalies > 0 ? 1 : 0;

@@ -147,7 +147,8 @@ internal static class ReactDbRunner
 
     /// <summary><see cref="RunYcsb"/> and <paramref name="protocol"/> (plain Silo, for the study)
     /// through <see cref="ContendEngine"/> on the same YCSB work, measured in turn
-    /// (<see cref="InTurn"/>): both rows, and ReactDB's throughput over the other's per pair of slices.</summary>
+    /// (<see cref="InTurn"/>): both rows, and ReactDB's throughput over the other's per pair of slices
+    /// in which both committed.</summary>
     public static (RunRow ReactDb, RunRow Other, double[] Ratios) RunYcsbBeside(string protocol, long rows, int requests, double readFraction, double theta,
                                                                                int callers, RunOptions options) =>
         new InTurn(InTurn.Slice, options).Run(
