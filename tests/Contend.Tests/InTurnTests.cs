@@ -38,8 +38,7 @@ public class InTurnTests
                 stats.Count(Outcome.Committed, AbortReason.None, start);
             }, () => Volatile.Read(ref steps), seat: seat);
             Assert.Equal(after - before, total.Commits); // the window's commits are the callers' in it
-            return new RunRow($"side{me}", "none", "", 1, seconds, total.Commits, total.Commits / seconds, 0, 0, new Dictionary<string, long>(),
-                              0, 0, -1, -1, null, [], 0, new Dictionary<string, double>(), null);
+            return Row(me, total, seconds);
         }
         var (first, second, ratios) = new InTurn(InTurn.Slice, options).Run(seat => Side(seat, 0), seat => Side(seat, 1));
         Assert.Equal(0, overlaps);
@@ -52,6 +51,11 @@ public class InTurnTests
             Assert.True(row.Seconds >= 0.599, $"{row.Protocol}: {row.Seconds} s measured, less than its six slices of 0.1 s"); // no upper bound: a loaded machine stretches a slice
         }
     }
+
+    /// <summary>A side's row: only its commits and measured seconds matter to these tests.</summary>
+    static RunRow Row(int me, WorkerStats total, double seconds) =>
+        new($"side{me}", "none", "", 1, seconds, total.Commits, total.Commits / seconds, 0, 0, new Dictionary<string, long>(),
+            0, 0, -1, -1, null, [], 0, new Dictionary<string, double>(), null);
 
     /// <summary>A pair of slices in which either run committed nothing is left out, whichever run
     /// it was: its ratio, 0 or infinite, says nothing about how the two compare. A run whose
@@ -73,8 +77,7 @@ public class InTurnTests
                 Interlocked.Increment(ref commits);
                 stats.Count(Outcome.Committed, AbortReason.None, start);
             }, () => Volatile.Read(ref commits), seat: seat);
-            return new RunRow($"side{me}", "none", "", 1, seconds, total.Commits, total.Commits / seconds, 0, 0, new Dictionary<string, long>(),
-                              0, 0, -1, -1, null, [], 0, new Dictionary<string, double>(), null);
+            return Row(me, total, seconds);
         }
         var (first, second, ratios) = new InTurn(InTurn.Slice, options).Run(seat => Side(seat, 0), seat => Side(seat, 1));
         Assert.Empty(ratios);
