@@ -42,7 +42,7 @@ public class InTurnTests
         }
         var (first, second, ratios) = new InTurn(InTurn.Slice, options).Run(seat => Side(seat, 0), seat => Side(seat, 1));
         Assert.Equal(0, overlaps);
-        // Six measured pairs; one in which a run's callers got no thread is left out (the next test).
+        // Six measured pairs; one in which a run's callers got no thread is left out (APairWithoutCommitsOnBothSidesIsLeftOut).
         Assert.InRange(ratios.Length, 1, 6);
         Assert.All(ratios, r => Assert.True(r > 0 && double.IsFinite(r), $"ratio {r}"));
         foreach (var row in new[] { first, second })
