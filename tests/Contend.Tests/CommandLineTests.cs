@@ -169,7 +169,7 @@ public class CommandLineTests
     public void ProtocolNamesMatchInAnyCase()
     {
         var (code, output, err) = Contend("run", "--protocol", "mcs", "--workload", "ycsb", "--rows", "1000", "--callers", "2",
-                                          "--seconds", "0.2", "--warmup", "0", "--no-pin", "--check", "--beside", "NOWAIT");
+                                          "--seconds", "0.4", "--warmup", "0", "--no-pin", "--check", "--beside", "NOWAIT");
         AssertRowChecked("Mcs", code, output, err);
         AssertRowChecked("NoWait", code, output, err);
         Assert.Contains("Mcs / NoWait median", output);
