@@ -79,7 +79,13 @@ public class StorageTests
         var table = new Table("t", 0, 8, 2);
         table.Load(5);
         Assert.Throws<InvalidOperationException>(() => table.Load(5));
-        Assert.Equal(-1, table.Allocate(6)); // the refused duplicate took the second row
+        Assert.Equal(1, table.Count); // the refused duplicate gave its row back
+        Assert.Equal(1, table.Allocate(6));
+        Assert.Equal(-1, table.Allocate(7));
+        table.Release(1);
+        Assert.Equal(1, table.Count);
+        Assert.Equal(1, table.Allocate(8)); // a released row is taken again, cleared
+        Assert.Equal(8, table.Key(1));
     }
 
     [Fact]

@@ -73,8 +73,14 @@ internal static class AbortReasons
 /// ends the transaction <see cref="Outcome.UserAborted"/> with nothing of it written.</summary>
 public sealed record DuplicateKey(string Program, string Op, string Table, long Key)
 {
+    /// <summary>The earlier op of the same transaction that inserts the key too (the two inserts
+    /// collide with each other); null when the key was in the table, or claimed by another transaction.</summary>
+    public string? InsertedBy { get; init; }
+
     /// <summary>The insert refused, in words.</summary>
-    public override string ToString() => $"program {Program}, op {Op}: key {Key} is already in table {Table}";
+    public override string ToString() => InsertedBy is null
+        ? $"program {Program}, op {Op}: key {Key} is already in table {Table}"
+        : $"program {Program}: ops {InsertedBy} and {Op} both insert key {Key} into table {Table}";
 }
 
 /// <summary>A duplicate key that could not end as an abort: what the insert met, and why it was

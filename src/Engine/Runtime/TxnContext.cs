@@ -78,6 +78,8 @@ internal sealed class TxnContext
     internal readonly int[] InsOrder = new int[MaxOps];
     /// <summary>How many of <see cref="InsOrder"/> hold a claimed key, which an abort gives back.</summary>
     internal int InsertsClaimed;
+    /// <summary>How many of <see cref="InsRow"/> this attempt allocated (not reserved for it), which an abort gives back.</summary>
+    internal int InsertRowsMade;
     /// <summary>Set when the last attempt ended <see cref="Protocols.AbortReason.DuplicateKey"/>: the
     /// insert refused. Cleared by <see cref="BeginAttempt"/>.</summary>
     internal Protocols.DuplicateKey? Duplicate;
@@ -152,6 +154,7 @@ internal sealed class TxnContext
         InsertCount = 0;
         InsertRowsReserved = false;
         InsertsClaimed = 0;
+        InsertRowsMade = 0;
         Duplicate = null;
         BufferUsed = 0;
     }

@@ -32,7 +32,9 @@ namespace Contend.Engine.Storage;
 /// dark = 1: an insert has claimed the key and not yet committed (<see cref="Claim"/>); a
 /// lookup does not see the row until <see cref="Reveal"/> clears the bit. A claim undone by an
 /// abort (<see cref="Retract"/>) leaves a tombstone, dark with row + 1 = 0, that probes pass
-/// over: the slot is never reused, as its row is never freed, so slots stay more than rows.
+/// over: the slot is never reused, so slots stay more than rows. The row of an insert that did
+/// not commit was never reachable, and goes back to the table (<see cref="Release"/>) for the
+/// next insert: a refused or aborted insert does not use a row up. A committed row is never freed.
 /// A key that fits in 32 bits (every key the workloads make) is compared in the slot, so a
 /// lookup reads the index line and not the row's: Strife's analysis finds the rows of a whole
 /// batch without touching one of them. A wider key (wide = 1) keeps its low bits as a filter,
@@ -58,7 +60,15 @@ public sealed unsafe class Table
     public int Capacity { get; }
 
     byte* _rows;
+    /// <summary>Rows ever handed out: the high-water mark (released rows included).</summary>
     int _count;
+    /// <summary>Released rows, a stack: the low 32 bits row + 1 of its top (0: empty), the high
+    /// 32 a count bumped by every push and pop, so that a pop's CAS fails if the top was popped
+    /// and pushed again meanwhile (ABA).</summary>
+    long _freeTop;
+    /// <summary>Released rows below each in the stack (row + 1; 0: the bottom), by row; made at the first release.</summary>
+    int[]? _freeNext;
+    int _freeCount;
     long[]? _stamps;
     readonly long[] _slots;
     const long RowMask = (1L << 30) - 1, DarkBit = 1L << 30, WideBit = 1L << 31;
@@ -92,8 +102,13 @@ public sealed unsafe class Table
         _slots.AsSpan().Clear();
     }
 
-    /// <summary>The rows allocated so far (loaded, inserted, or reserved by an insert that may yet abort).</summary>
-    public int Count => Volatile.Read(ref _count);
+    /// <summary>The rows in use: loaded, inserted, or reserved by an insert that may yet abort
+    /// (an insert that did not commit gives its row back).</summary>
+    public int Count => Math.Clamp(Volatile.Read(ref _count) - Volatile.Read(ref _freeCount), 0, Capacity);
+
+    /// <summary>Rows below this number have been handed out at some time (some may be free
+    /// again, and reachable by no key): the bound for a walk over the rows.</summary>
+    internal int RowsEverUsed => Math.Min(Volatile.Read(ref _count), Capacity);
 
     /// <summary>The bytes the table's rows and index take.</summary>
     public long MemoryBytes => (long)Stride * Capacity + (long)_slots.Length * sizeof(long);
@@ -227,6 +242,7 @@ public sealed unsafe class Table
     /// caller <see cref="Assign"/>s it one before it fills and publishes it.</summary>
     internal int Reserve()
     {
+        if (Volatile.Read(ref _freeCount) > 0 && TryPopFree(out int free)) return free;
         int row = Interlocked.Increment(ref _count) - 1;
         if (row >= Capacity)
         {
@@ -236,10 +252,55 @@ public sealed unsafe class Table
         return row;
     }
 
+    /// <summary>Gives back a row that was <see cref="Reserve"/>d or allocated and never became
+    /// reachable (its insert did not commit, and its claim, if it made one, was retracted): it is
+    /// cleared, header and payload, and the next <see cref="Reserve"/> may take it. A claimer that
+    /// read the claim before its retraction reads the row's key again each time round its probe,
+    /// so a key the row gets next only sends it past a slot that is a tombstone by then.</summary>
+    internal void Release(int row)
+    {
+        Debug.Assert((uint)row < (uint)RowsEverUsed, $"table {Name}: row {row} released but never handed out");
+        if (_freeNext is null) Interlocked.CompareExchange(ref _freeNext, new int[Capacity], null);
+        NativeMemory.Clear(Row(row), (nuint)Stride);
+        Volatile.Write(ref Word(row), 0);
+        var spin = new SpinWait();
+        while (true)
+        {
+            long top = Volatile.Read(ref _freeTop);
+            Volatile.Write(ref _freeNext![row], (int)top);
+            long pushed = ((top >>> 32) + 1 << 32) | (uint)(row + 1);
+            if (Interlocked.CompareExchange(ref _freeTop, pushed, top) == top) break;
+            Spin.Once(ref spin);
+        }
+        Interlocked.Increment(ref _freeCount);
+    }
+
+    /// <summary>Takes a released row, if one is there. The loop is bounded: it gives up (false,
+    /// and the caller takes a fresh row) after a few lost races rather than spin on a hot top.</summary>
+    bool TryPopFree(out int row)
+    {
+        for (int tries = 0; tries < 8; tries++)
+        {
+            long top = Volatile.Read(ref _freeTop);
+            int first = (int)top;
+            if (first == 0) break;
+            int below = Volatile.Read(ref _freeNext![first - 1]);
+            long popped = ((top >>> 32) + 1 << 32) | (uint)below;
+            if (Interlocked.CompareExchange(ref _freeTop, popped, top) == top)
+            {
+                Interlocked.Decrement(ref _freeCount);
+                row = first - 1;
+                return true;
+            }
+        }
+        row = -1;
+        return false;
+    }
+
     /// <summary>Gives a <see cref="Reserve"/>d row its key, once, before it is published.</summary>
     internal void Assign(int row, long key)
     {
-        Debug.Assert(row < Count, $"table {Name}: row {row} was never reserved");
+        Debug.Assert(row < RowsEverUsed, $"table {Name}: row {row} was never reserved");
         Volatile.Write(ref Unsafe.AsRef<long>(Row(row) + KeyOffset), key);
     }
 
@@ -258,8 +319,14 @@ public sealed unsafe class Table
     /// partition's vote), so it passes <c>wait</c> false and gets
     /// <see cref="ClaimedByAnother"/> instead of waiting.</remarks>
     internal const int ClaimedByAnother = -2;
+    /// <summary><see cref="Claim"/>'s answer when the waiting attempt gave up (its deadline or its
+    /// caller's token) while another attempt held the key's claim.</summary>
+    internal const int GaveUp = -3;
 
-    internal int Claim(int row, bool wait = true)
+    /// <param name="row">the allocated, filled row</param>
+    /// <param name="waiter">the attempt that waits out another's claim, until it gives up
+    /// (<see cref="TxnContext.GivingUp"/>: then <see cref="GaveUp"/>); null: no wait, <see cref="ClaimedByAnother"/></param>
+    internal int Claim(int row, TxnContext? waiter)
     {
         long key = Key(row), probe = Probe(key);
         int slot = Home(key);
@@ -275,7 +342,8 @@ public sealed unsafe class Table
             if (HoldsOrClaims(entry, probe, key))
             {
                 if ((entry & DarkBit) == 0) return -1;
-                if (!wait) return ClaimedByAnother;
+                if (waiter is null) return ClaimedByAnother;
+                if (waiter.GivingUp) return GaveUp;
                 Spin.Once(ref spin); // another attempt's claim: wait for its commit or abort
                 continue;
             }
@@ -303,8 +371,12 @@ public sealed unsafe class Table
     {
         int row = Allocate(key);
         if (row < 0) throw new InvalidOperationException($"table {Name}: full at {Capacity} rows while loading key {key}");
-        int slot = Claim(row);
-        if (slot < 0) throw new InvalidOperationException($"table {Name}: key {key} loaded twice");
+        int slot = Claim(row, waiter: null);
+        if (slot < 0)
+        {
+            Release(row);
+            throw new InvalidOperationException($"table {Name}: key {key} loaded twice");
+        }
         Reveal(slot);
         return row;
     }

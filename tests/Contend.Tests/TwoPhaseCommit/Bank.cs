@@ -93,7 +93,7 @@ internal sealed class Bank(int accounts, int hot, long throwingKey = -1) : IPart
         foreach (var db in partitions)
         {
             var t = db.Tables[0];
-            for (int row = 0; row < t.Count; row++)
+            for (int row = 0; row < t.RowsEverUsed; row++)
                 if (t.Find(t.Key(row)) == row) sum += BinaryPrimitives.ReadInt64LittleEndian(t.Payload(row));
         }
         return sum;

@@ -53,7 +53,7 @@ public class TwoPhaseCommitTests(ITestOutputHelper output)
         long locked = 0;
         foreach (var db in dbs)
             foreach (var t in db.Tables)
-                for (int row = 0; row < t.Count; row++)
+                for (int row = 0; row < t.RowsEverUsed; row++)
                 {
                     long word = Volatile.Read(ref t.Word(row));
                     if (protocol == "Silo" ? word < 0 : word != 0) locked++;

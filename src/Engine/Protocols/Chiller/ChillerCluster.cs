@@ -512,7 +512,7 @@ internal sealed class ChillerCluster : ISlotCluster, IDisposable
                 {
                     var other = replica.Database[table.Id];
                     long reachable = 0;
-                    for (int row = 0; row < table.Count; row++)
+                    for (int row = 0; row < table.RowsEverUsed; row++)
                     {
                         long key = table.Key(row);
                         if (table.Find(key) != row) continue; // an aborted insert's row: never reachable
