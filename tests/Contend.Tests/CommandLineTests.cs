@@ -242,6 +242,11 @@ public class CommandLineTests
         (code, _, error) = Contend("cluster", "--protocol", "Chiller", "--nodes", "4", "--partitions", "2", "--replicas", "2", "--crash-node", "0", "--crash-after", "Sleep");
         Assert.Equal(2, code);
         Assert.Contains("--crash-after Sleep: not a step of Chiller's", error);
+        // The default single copy: the crash would lose partition 0, which is bad input, not a crash of the command.
+        (code, _, error) = Contend("cluster", "--protocol", "Chiller", "--crash-node", "0");
+        Assert.Equal(2, code);
+        Assert.Contains("the crashes stop node 0, which holds every copy of partition 0 (1 copy)", error);
+        Assert.Single(error.Trim().Split('\n'));
     }
 
     [Fact]

@@ -68,6 +68,15 @@ internal sealed record ChillerOptions(ClusterTopology Topology, ChillerLookup Lo
             if (crash.NotBefore < TimeSpan.Zero) throw new ArgumentOutOfRangeException(nameof(Crashes), $"chiller: a crash after {crash.After} not before {crash.NotBefore}: a time in the run, 0 or more");
             if (crash.Node is int n && (uint)n >= (uint)Topology.Nodes) throw new ArgumentOutOfRangeException(nameof(Crashes), $"chiller: a crash of node {n}, but nodes are 0..{Topology.Nodes - 1}");
         }
+        // Crash-stop loses what a node holds: a partition survives only while one of its copies
+        // is on a node that does not stop (the paper's f + 1 copies for f failures).
+        var stopping = Crashes.Where(c => c.Node is not null).Select(c => c.Node!.Value).ToHashSet();
+        for (int p = 0; p < Topology.Partitions; p++)
+        {
+            var copies = Topology.CopiesOf(p).ToArray();
+            if (copies.All(stopping.Contains))
+                throw new ArgumentException($"chiller: the crashes stop node{(stopping.Count == 1 ? "" : "s")} {string.Join(", ", stopping.Order())}, which hold{(stopping.Count == 1 ? "s" : "")} every copy of partition {p} ({Topology.Replicas} cop{(Topology.Replicas == 1 ? "y" : "ies")}): it would be lost; give each partition more copies than crashes (--replicas {Math.Min(MaxCopies, stopping.Count + 1)}, and --nodes enough to hold them apart)", nameof(Crashes));
+        }
         if (Crashes.Count > 0)
             for (int node = 0; node < Topology.Nodes; node++)
                 if (Topology.CopiesOn(node).Count() > 1)
