@@ -66,7 +66,24 @@ public class ProtocolRegistryTests
     {
         var refused = Assert.Throws<ArgumentException>(() => ProtocolRegistry.Find("Nope"));
         Assert.Contains("unknown protocol 'Nope' (known: NoWait,", refused.Message);
-        Assert.False(ProtocolRegistry.TryFind("nowait", out _)); // names are case-sensitive
+        Assert.True(ProtocolRegistry.TryFind("nowait", out var found)); // any case, as on the command line
+        Assert.Equal("NoWait", found.Name);
+    }
+
+    /// <summary>What a host checks at start-up is what the engine's constructor checks: the
+    /// protocol's name in any case (configuration is not the command line's spelling), and the
+    /// protocol's own knobs; and an embedded engine does not pin its workers unless told to.</summary>
+    [Fact]
+    public async Task OptionsAreCheckedWholeByValidateAndNamesInAnyCase()
+    {
+        Assert.Contains("alpha", Assert.Throws<ArgumentOutOfRangeException>(() => new EngineOptions { Protocol = "Strife", ProtocolOptions = new StrifeOptions(Alpha: 2) }.Validate()).Message);
+        Assert.Contains("protocol Mcs takes McsOptions; the setup has StrifeOptions",
+                        Assert.Throws<ArgumentException>(() => new EngineOptions { Protocol = "mcs", ProtocolOptions = new StrifeOptions() }.Validate()).Message);
+        Assert.False(new EngineOptions().Pin);
+        var db = new Database();
+        db.Create("t", 8, 1).Load(0);
+        await using var engine = new ContendEngine(db, new EngineOptions { Protocol = "stealdbnosteal", Workers = 1 });
+        Assert.Equal("StealDBNoSteal", engine.Options.Protocol);
     }
 
     [Fact]

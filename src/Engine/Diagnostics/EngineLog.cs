@@ -23,4 +23,10 @@ internal static partial class EngineLog
 
     [LoggerMessage(5, LogLevel.Warning, "Contend engine '{Engine}', worker {Worker}: {Reason}")]
     public static partial void NotPinned(ILogger logger, string engine, int worker, string reason);
+
+    [LoggerMessage(7, LogLevel.Warning, "Contend engine '{Engine}': {Reason}")]
+    public static partial void Oversubscribed(ILogger logger, string engine, string reason);
+
+    [LoggerMessage(8, LogLevel.Critical, "Contend ReactDB engine '{Engine}': an executor thread of container {Container} failed; the engine refuses every root from now on")]
+    public static partial void ExecutorFailed(ILogger logger, Exception error, string engine, int container);
 }

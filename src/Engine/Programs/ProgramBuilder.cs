@@ -43,7 +43,7 @@ public sealed class ProgramBuilder(string name, Database db, int argCount)
 
     /// <summary>An op that reads the row of <paramref name="table"/> with the key
     /// <paramref name="key"/> gives; its body's result is the op's result, which later ops'
-    /// keys and bodies see. A missing key aborts the transaction (<see cref="Protocols.AbortReason.User"/>).</summary>
+    /// keys and bodies see. A missing key aborts the transaction (<see cref="Protocols.AbortReason.KeyNotFound"/>).</summary>
     /// <param name="op">the op's name, unique in the program; later ops name it to depend on it</param>
     /// <param name="table">the table's name</param>
     /// <param name="key">where the key comes from</param>

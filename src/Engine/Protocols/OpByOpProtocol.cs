@@ -76,7 +76,7 @@ internal abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtoc
             }
             var table = Db[op.TableId];
             int row = ctx.RowsKnown && ctx.OpRow[i] >= 0 ? ctx.OpRow[i] : table.Find(key);
-            if (row < 0) return AbortReason.User;
+            if (row < 0) return AbortReason.KeyNotFound;
             bool write = op.Writes(args);
             if (!Access(ctx, table, row, write, out var data, out int access, out var reason))
             {
@@ -112,7 +112,7 @@ internal abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtoc
         int row = table.Find(key);
         if (row < 0)
         {
-            reason = AbortReason.User;
+            reason = AbortReason.KeyNotFound;
             return OpStep.Refused;
         }
         bool write = op.Writes(ctx.Args);
@@ -143,7 +143,7 @@ internal abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtoc
         int row = table.Find(key);
         if (row < 0)
         {
-            reason = AbortReason.User;
+            reason = AbortReason.KeyNotFound;
             return OpStep.Refused;
         }
         return TryAccess(ctx, table, row, op.Writes(ctx.Args), out _, out _, out reason);

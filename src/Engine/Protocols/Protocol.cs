@@ -35,7 +35,8 @@ public enum AbortReason : byte
     /// <summary>Silo: a read changed before commit; Mcs: a row read shared changed before the
     /// attempt's write of it held it exclusive.</summary>
     Validation,
-    /// <summary>The program's logic aborted (a body returned UserAbort, or a key was missing).</summary>
+    /// <summary>The program's logic aborted: a body returned <see cref="Programs.TxnProgram.UserAbort"/>
+    /// (or a ReactDB function called <see cref="ReactDB.ReactorCall.AbortRoot"/>).</summary>
     User,
     /// <summary>An insert found its table full.</summary>
     TableFull,
@@ -52,6 +53,9 @@ public enum AbortReason : byte
     /// its root held the root's database context (the paper's conservative abort), and the whole
     /// root aborted; a retry may find the context free.</summary>
     SharedContext,
+    /// <summary>An op's key is in no row of its table (a read, a write, a ReactDB access): the
+    /// caller's input named a row that does not exist, which a service answers as "not found".</summary>
+    KeyNotFound,
 }
 
 internal static class AbortReasons
@@ -59,7 +63,7 @@ internal static class AbortReasons
     /// <summary>True for an abort the program's logic or its input caused, which a retry would
     /// meet again: the transaction ends <see cref="Outcome.UserAborted"/>, not retried.</summary>
     public static bool IsFinal(this AbortReason reason) =>
-        reason is AbortReason.User or AbortReason.TableFull or AbortReason.DuplicateKey;
+        reason is AbortReason.User or AbortReason.KeyNotFound or AbortReason.TableFull or AbortReason.DuplicateKey;
 
     /// <summary>What an attempt that aborted for <paramref name="reason"/> comes to.</summary>
     public static Outcome OutcomeOf(AbortReason reason) => reason.IsFinal() ? Outcome.UserAborted : Outcome.Aborted;
@@ -85,7 +89,7 @@ public sealed record DuplicateKey(string Program, string Op, string Table, long 
 
 /// <summary>A duplicate key that could not end as an abort: what the insert met, and why it was
 /// raised instead.</summary>
-public sealed class DuplicateKeyException : InvalidOperationException
+public sealed class DuplicateKeyException : ContendException
 {
     internal DuplicateKeyException(DuplicateKey duplicate, string why) : base($"{duplicate}: {why}")
     {
@@ -94,6 +98,9 @@ public sealed class DuplicateKeyException : InvalidOperationException
 
     /// <summary>The insert refused.</summary>
     public DuplicateKey Duplicate { get; }
+
+    /// <inheritdoc/>
+    public override bool Retryable => false;
 }
 
 /// <summary>A participant's answer to prepare: yes (it can commit whatever the others do, and

@@ -28,9 +28,11 @@ public static class ProtocolRegistry
     /// <summary>The names <see cref="Runtime.EngineOptions.Protocol"/> accepts: every serializable protocol's.</summary>
     public static IReadOnlyList<string> Names { get; } = Known.Where(d => d.Serializable).Select(d => d.Name).ToArray();
 
+    /// <summary>The descriptor of the protocol named <paramref name="name"/>, in any case (the
+    /// command line and a service's configuration alike); <see cref="ProtocolDescriptor.Name"/> is its spelling.</summary>
     internal static bool TryFind(string name, out ProtocolDescriptor descriptor)
     {
-        descriptor = Array.Find(Known, d => string.Equals(d.Name, name, StringComparison.Ordinal))!;
+        descriptor = Array.Find(Known, d => string.Equals(d.Name, name, StringComparison.OrdinalIgnoreCase))!;
         return descriptor is not null;
     }
 

@@ -114,8 +114,9 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
     {
         ArgumentNullException.ThrowIfNull(db);
         ArgumentNullException.ThrowIfNull(options);
-        options = options with { }; // the caller's instance stays the caller's to change
         options.CheckRanges();
+        // A copy: the caller's instance stays the caller's to change. The protocol's name as the registry spells it.
+        options = options with { Protocol = ProtocolRegistry.Find(options.Protocol).Name };
         _options = options;
         _protocol = ProtocolRegistry.Create(options.Protocol,
             new ProtocolSetup(db, options.Workers, options.ProtocolOptions) { Mutants = mutants is EngineMutants ? null : mutants });
@@ -141,10 +142,11 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
             Action serve = _protocol is IBatchProtocol batch
                 ? () => ServeBatches(batch, new BatchWorker(ctx, source, stats, rng, _control) { OnEnded = Answer, OnFailed = AnswerFailure })
                 : () => ServeTransactions((ITransactionProtocol)_protocol, ctx, stats, rng);
-            int core = options.Pin ? w : -1, worker = w;
+            int core = options.Pin ? Affinity.NextCore() : -1, worker = w;
             new Thread(() => Serve(serve, worker, core)) { IsBackground = true, Name = $"contend-{options.Name}-{w}" }.Start();
         }
         EngineLog.Started(_log, options.Name, options.Protocol, options.Workers, options.QueueCapacity);
+        if (Affinity.Oversubscribed(options.Workers, "workers") is { } crowded) EngineLog.Oversubscribed(_log, options.Name, crowded);
     }
 
     /// <summary>The protocol the workers run.</summary>
@@ -368,7 +370,7 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
     {
         try
         {
-            if (core >= 0 && Affinity.PinCurrentThread(core % Environment.ProcessorCount) is { } unpinned)
+            if (core >= 0 && Affinity.PinCurrentThread(core) is { } unpinned)
                 EngineLog.NotPinned(_log, _options.Name, worker, unpinned);
             loop();
         }

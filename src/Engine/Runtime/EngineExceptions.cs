@@ -75,3 +75,27 @@ public sealed class TransactionFailedException : ContendException
     /// <inheritdoc/>
     public override bool Retryable => false;
 }
+
+/// <summary>A ReactDB root whose call chain came back into a container where one of the chain's
+/// own callers holds the root's context: every retry would meet the same conservative abort, so
+/// the root ends here, undone, with the chain named. A bug of the functions or the deployment (put
+/// the reactors of the chain in one container, or call the first one's reactor from outside
+/// the chain); the same call fails the same way.</summary>
+public sealed class ReactorCallCycleException : ContendException
+{
+    internal ReactorCallCycleException(string program, string chain)
+        : base($"root {program}: its call chain {chain} comes back into the container whose context its caller holds; every attempt would abort there, so the root ended undone")
+    {
+        Program = program;
+        Chain = chain;
+    }
+
+    /// <summary>The root's function.</summary>
+    public string Program { get; }
+
+    /// <summary>The chain of calls, from the holder of the context to the call that met it.</summary>
+    public string Chain { get; }
+
+    /// <inheritdoc/>
+    public override bool Retryable => false;
+}

@@ -8,7 +8,8 @@ public enum WhenQueueFull
 {
     /// <summary>The call returns at once and its task waits for room (no thread blocks); its token cancels the wait.</summary>
     Wait,
-    /// <summary>The call throws <see cref="EngineQueueFullException"/> at once: the caller sheds the load.</summary>
+    /// <summary>The call's task faults at once with <see cref="EngineQueueFullException"/> (the call
+    /// itself does not throw): the caller sheds the load.</summary>
     Refuse,
 }
 
@@ -18,7 +19,7 @@ public enum WhenQueueFull
 /// caller's instance do nothing to it.</summary>
 public sealed record EngineOptions
 {
-    /// <summary>The protocol's name (<see cref="ProtocolRegistry.Names"/>), per-transaction or batch.</summary>
+    /// <summary>The protocol's name (<see cref="ProtocolRegistry.Names"/>), per-transaction or batch, in any case.</summary>
     public string Protocol { get; set; } = "StealDB";
 
     /// <summary>The engine's worker threads, 1..255: the protocol's worker slots. More than the
@@ -35,8 +36,11 @@ public sealed record EngineOptions
     /// <summary>What a submission meets when <see cref="QueueCapacity"/> are waiting.</summary>
     public WhenQueueFull WhenQueueFull { get; set; } = WhenQueueFull.Wait;
 
-    /// <summary>Pin worker w to core w mod the cores: the engine's workers are the machine's.</summary>
-    public bool Pin { get; set; } = true;
+    /// <summary>Pin each worker to a core of its own among those the process may run on (Linux),
+    /// taken in turn across the process's engines. Off by default: an engine embedded in a
+    /// service shares its cores with the service's threads, and a pinned worker cannot move off
+    /// a core another thread is busy on. Turn it on where the engine's workers are the machine's.</summary>
+    public bool Pin { get; set; }
 
     /// <summary>Record every commit's reads and writes, for <see cref="ContendEngine.History"/>.</summary>
     public bool RecordHistory { get; set; }
@@ -74,7 +78,7 @@ public sealed record EngineOptions
     {
         if (string.IsNullOrWhiteSpace(Protocol))
             throw new ArgumentException($"{nameof(EngineOptions)}.{nameof(Protocol)}: a protocol name is required ({string.Join(", ", ProtocolRegistry.Names)})", nameof(Protocol));
-        if (!ProtocolRegistry.TryFind(Protocol, out _))
+        if (!ProtocolRegistry.TryFind(Protocol, out var descriptor))
             throw new ArgumentException($"{nameof(EngineOptions)}.{nameof(Protocol)}: {ProtocolRegistry.Unknown(Protocol)}", nameof(Protocol));
         if (Workers is < 1 or > 255)
             throw new ArgumentOutOfRangeException(nameof(Workers), Workers, $"{nameof(EngineOptions)}.{nameof(Workers)} {Workers}: must be 1..255");
@@ -88,5 +92,11 @@ public sealed record EngineOptions
             throw new ArgumentOutOfRangeException(nameof(Deadline), deadline, $"{nameof(EngineOptions)}.{nameof(Deadline)} {deadline}: must be positive, or null for none");
         if (MaxAttempts is < 1)
             throw new ArgumentOutOfRangeException(nameof(MaxAttempts), MaxAttempts, $"{nameof(EngineOptions)}.{nameof(MaxAttempts)} {MaxAttempts}: must be at least 1, or null for no limit");
+        if (ProtocolOptions is { } knobs)
+        {
+            if (knobs.GetType() != descriptor.OptionsType)
+                throw new ArgumentException($"{nameof(EngineOptions)}.{nameof(ProtocolOptions)}: protocol {descriptor.Name} takes {descriptor.OptionsType?.Name ?? "no options"}; the setup has {knobs.GetType().Name}", nameof(ProtocolOptions));
+            knobs.Validate(Workers); // names the knob
+        }
     }
 }

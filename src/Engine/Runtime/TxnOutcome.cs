@@ -4,7 +4,8 @@ namespace Contend.Engine.Runtime;
 
 /// <summary>What one transaction came to: committed, or aborted by its program's logic.</summary>
 /// <param name="Outcome"><see cref="Protocols.Outcome.Committed"/> or <see cref="Protocols.Outcome.UserAborted"/></param>
-/// <param name="Reason">for an abort, why: its logic (<see cref="AbortReason.User"/>) or a
+/// <param name="Reason">for an abort, why: its logic (<see cref="AbortReason.User"/>), a key in no
+/// row (<see cref="AbortReason.KeyNotFound"/>), or a
 /// duplicate insert (<see cref="AbortReason.DuplicateKey"/>); None for a commit</param>
 /// <param name="Attempts">attempts made, the conflict aborts retried included</param>
 /// <param name="Duplicate">for <see cref="AbortReason.DuplicateKey"/>, the insert refused: its program, op, table and key</param>

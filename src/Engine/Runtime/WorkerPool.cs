@@ -51,7 +51,7 @@ internal static class WorkerPool
                 bool signalled = false;
                 try
                 {
-                    if (options.Pin && Affinity.PinCurrentThread(worker % Environment.ProcessorCount) is { } warning)
+                    if (options.Pin && Affinity.PinCurrentThread(Affinity.Cores[worker % Affinity.Cores.Count]) is { } warning)
                         lock (warnings) warnings.Add(warning);
                     var ctx = new TxnContext(worker, recorder);
                     var source = workload.CreateSource(worker, options.Seed);

@@ -285,7 +285,7 @@ public class ReactDbTests
         var deployment = Bank(2, 2);
         await using var engine = new ReactDbEngine(deployment, new ReactDbOptions());
         var r = await engine.ExecuteAsync(deployment.Reactors[0], Transfer(deployment), new long[] { 0, 1, 1, 99 });
-        Assert.Equal(new TxnOutcome(Outcome.UserAborted, AbortReason.User, 1), r.Outcome);
+        Assert.Equal(new TxnOutcome(Outcome.UserAborted, AbortReason.KeyNotFound, 1), r.Outcome);
         Assert.Equal(Initial, await Row(engine, deployment.Reactors[0], 0));
     }
 

@@ -40,13 +40,21 @@ internal sealed class ContainerExecutor : TaskScheduler
 
     [ThreadStatic] static ContainerExecutor? t_current;
 
+    /// <summary>Told of what escaped a piece of work (the engine then fails), and of a thread
+    /// that could not be pinned (why); the thread goes on draining either way.</summary>
+    readonly Action<int, Exception> _failed;
+    readonly Action<int, string> _unpinned;
+
     /// <param name="container">the container's index, in thread names</param>
     /// <param name="cores">the core each thread is pinned to; null: unpinned</param>
     /// <param name="runRoot">starts a root queued here, on the thread that takes it</param>
-    public ContainerExecutor(string engine, int container, int threads, int[]? cores, Action<RootTransaction> runRoot)
+    public ContainerExecutor(string engine, int container, int threads, int[]? cores, Action<RootTransaction> runRoot,
+                             Action<int, Exception> failed, Action<int, string> unpinned)
     {
         Container = container;
         _runRoot = runRoot;
+        _failed = failed;
+        _unpinned = unpinned;
         _threads = new Thread[threads];
         _running = threads;
         for (int i = 0; i < threads; i++)
@@ -87,7 +95,7 @@ internal sealed class ContainerExecutor : TaskScheduler
     /// remark's decision), which it runs inline, being one of the scheduler's threads.</summary>
     void Serve(int core)
     {
-        if (core >= 0) Affinity.PinCurrentThread(core);
+        if (core >= 0 && Affinity.PinCurrentThread(core) is { } why) _unpinned(Container, why);
         t_current = this;
         new Task(Drain, TaskCreationOptions.DenyChildAttach).RunSynchronously(this);
     }
@@ -99,8 +107,18 @@ internal sealed class ContainerExecutor : TaskScheduler
         {
             if (_queue.TryDequeue(out var work))
             {
-                if (work is RootTransaction root) _runRoot(root);
-                else TryExecuteTask((Task)work);
+                // Nothing that escapes a piece of work ends the thread: a container whose threads
+                // had died would leave every root queued on it unanswered. The engine fails instead,
+                // visibly, and the thread drains on, so that what is queued still ends.
+                try
+                {
+                    if (work is RootTransaction root) _runRoot(root);
+                    else TryExecuteTask((Task)work);
+                }
+                catch (Exception e)
+                {
+                    _failed(Container, e);
+                }
                 continue;
             }
             // A sub-transaction's caller queues the next piece of work microseconds later (a

@@ -64,6 +64,8 @@ public sealed class ReactDbEngine : IAsyncDisposable
     readonly IDisposable _metrics;
     long _timestamps;
     int _closed;
+    /// <summary>What escaped an executor's work first: from then on no root is taken.</summary>
+    Exception? _failure;
 
     /// <summary>Claims the deployment's database (every table made and loaded) and starts the executors.</summary>
     /// <param name="deployment">the reactors and their containers; the engine owns its database from here on and disposes it</param>
@@ -97,10 +99,13 @@ public sealed class ReactDbEngine : IAsyncDisposable
         int containers = deployment.Containers, executors = options.ExecutorsPerContainer;
         bool pin = options.PinExecutors && containers * executors <= Environment.ProcessorCount;
         Action<RootTransaction> runRoot = RunRoot;
+        Action<int, Exception> failed = ExecutorFailed;
+        Action<int, string> unpinned = (container, why) => EngineLog.NotPinned(_log, options.Name, container, why);
         _executors = new ContainerExecutor[containers];
         for (int c = 0; c < containers; c++)
             _executors[c] = new ContainerExecutor(options.Name, c, executors,
-                                                  pin ? Enumerable.Range(c * executors, executors).ToArray() : null, runRoot);
+                                                  pin ? Enumerable.Range(0, executors).Select(_ => Affinity.NextCore()).ToArray() : null,
+                                                  runRoot, failed, unpinned);
         _recorder = options.RecordHistory ? new HistoryRecorder(options.MaxRootsInFlight * containers) : null;
         _roots = new RootTransaction[options.MaxRootsInFlight];
         for (int s = 0; s < options.MaxRootsInFlight; s++) _slots.Enqueue(_roots[s] = new RootTransaction(s, containers, options, _recorder));
@@ -160,6 +165,8 @@ public sealed class ReactDbEngine : IAsyncDisposable
     /// <exception cref="TransactionFailedException">a function of its tree threw; the attempt was undone</exception>
     /// <exception cref="OperationCanceledException">the token was cancelled before the root started, or before a retry</exception>
     /// <exception cref="EngineClosedException">the engine was closing: the root did not run</exception>
+    /// <exception cref="EngineFailedException">an executor's work threw (a logger, say): the engine takes no more roots</exception>
+    /// <exception cref="ReactorCallCycleException">the root's call chain came back into a container its own caller holds</exception>
     public ValueTask<ReactorResult> ExecuteAsync(Reactor reactor, ReactorFunction function, ReadOnlyMemory<long> args, CancellationToken cancel = default)
     {
         ArgumentNullException.ThrowIfNull(reactor);
@@ -167,6 +174,7 @@ public sealed class ReactDbEngine : IAsyncDisposable
         if (reactor.Deployment != _deployment)
             throw new ArgumentException($"engine '{_options.Name}': reactor {reactor.Name} is of another deployment", nameof(reactor));
         if (Volatile.Read(ref _closed) != 0) return ValueTask.FromException<ReactorResult>(new EngineClosedException(_options.Name));
+        if (Volatile.Read(ref _failure) is { } failure) return ValueTask.FromException<ReactorResult>(new EngineFailedException(_options.Name, failure));
         if (cancel.IsCancellationRequested) return ValueTask.FromCanceled<ReactorResult>(cancel);
         return _free.Wait(0) ? Start(reactor, function, args, cancel) : WhenFreeAsync(reactor, function, args, cancel);
     }
@@ -237,11 +245,33 @@ public sealed class ReactDbEngine : IAsyncDisposable
         Answer(root, call, result, null);
     }
 
+    /// <summary>Something escaped a piece of an executor's work (a root's answer, a logger):
+    /// the engine fails, once, and says so; every later call gets <see cref="EngineFailedException"/>.</summary>
+    void ExecutorFailed(int container, Exception error)
+    {
+        if (Interlocked.CompareExchange(ref _failure, error, null) is not null) return;
+        try
+        {
+            EngineLog.ExecutorFailed(_log, error, _options.Name, container);
+        }
+        catch (Exception)
+        {
+            // The logger is what failed: the failure stays visible in every call's exception.
+        }
+    }
+
     /// <summary>Frees the root's slot and answers its caller with its result or <paramref name="error"/>.</summary>
     void Answer(RootTransaction root, in RootCall call, ReactorResult result, Exception? error)
     {
-        if (error is TransactionFailedException) EngineLog.TransactionFailed(_log, error.InnerException!, _options.Name, call.Program.Name);
-        if (call.Traced) EngineTracing.End(call.TraceParent, call.TraceStart, _options.Name, ProtocolName, call.Program.Name, result.Outcome, error);
+        try
+        {
+            if (error is TransactionFailedException) EngineLog.TransactionFailed(_log, error.InnerException!, _options.Name, call.Program.Name);
+            if (call.Traced) EngineTracing.End(call.TraceParent, call.TraceStart, _options.Name, ProtocolName, call.Program.Name, result.Outcome, error);
+        }
+        catch (Exception e)
+        {
+            ExecutorFailed(call.Reactor.Container, e); // a throwing logger or listener: the caller is answered all the same
+        }
         _slots.Enqueue(root);
         _free.Release();
         if (error is null) call.Answer.SetResult(result);
@@ -339,6 +369,7 @@ public sealed class ReactDbEngine : IAsyncDisposable
         else reason = root.Commit(Silo, Mutants, Trace);
         if (timed) root.CountDecision(Stopwatch.GetTimestamp() - decided);
         root.Release(home, node);
+        if (root.Error is ReactorCallCycleException cycle) throw cycle;
         if (root.Error is { } error) throw new TransactionFailedException(call.Program, error);
         var outcome = reason == AbortReason.None ? Outcome.Committed : AbortReasons.OutcomeOf(reason);
         root.Stats.Count(outcome, reason, retries.Started);

@@ -39,6 +39,10 @@ internal enum ReactDbMutants
     /// <summary>ReactDBMutantFailedRootHangs: the coordinator is called only when the root's
     /// execution succeeded, so a failed root is never aborted and never answered.</summary>
     FailedRootHangs = 2048,
+    /// <summary>The engine's alone (the spec's node is one flow of control): two flows of one
+    /// function's logic use the root's context without its strand, and their steps interleave
+    /// inside one another (<see cref="ReactorCall"/>'s Strand).</summary>
+    UnguardedFlows = 4096,
 }
 
 /// <summary>The switches of <see cref="ReactDbMutants"/> as the engine reads them: each false, and
@@ -56,4 +60,5 @@ internal readonly struct ReactDbTwins(ReactDbMutants built)
     public readonly MutantFlag SharedContext = new(built, ReactDbMutants.SharedContext);
     public readonly MutantFlag DoubleDequeue = new(built, ReactDbMutants.DoubleDequeue);
     public readonly MutantFlag FailedRootHangs = new(built, ReactDbMutants.FailedRootHangs);
+    public readonly MutantFlag UnguardedFlows = new(built, ReactDbMutants.UnguardedFlows);
 }

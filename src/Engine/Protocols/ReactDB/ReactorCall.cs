@@ -54,9 +54,11 @@ public sealed class RootAbortedException : Exception
 /// only when its logic has ended and every sub-transaction it called has completed (Algorithm 1
 /// line 16), whether or not the logic awaited them.
 /// </summary>
-/// <remarks>Not thread-safe, as the paper's context is not (D3): the logic uses it from one flow
-/// of control, awaiting its futures before calling again if it likes, but never handing it to
-/// another thread.</remarks>
+/// <remarks>The paper's context is used by one flow of control (D3). Logic that runs two flows
+/// at once (two calls awaited together, each followed by more reads and writes) may: each read,
+/// write and call holds the root's context in this container while it runs, so the flows take
+/// turns at whole steps. A flow that goes on after the function has returned is the logic's bug:
+/// the root may have committed without it.</remarks>
 public sealed class ReactorCall
 {
     readonly ReactDbEngine _engine;
@@ -67,13 +69,17 @@ public sealed class ReactorCall
     /// before this node does (see <see cref="CompleteSyncCallees"/>).</summary>
     List<ReactorCall>? _syncCallees;
 
-    internal ReactorCall(ReactDbEngine engine, RootTransaction root, Reactor reactor, Memory<long> results = default)
+    internal ReactorCall(ReactDbEngine engine, RootTransaction root, Reactor reactor, Memory<long> results = default, ReactorCall? caller = null)
     {
         _engine = engine;
         Root = root;
         Reactor = reactor;
         Results = results;
+        Caller = caller;
     }
+
+    /// <summary>The (sub-)transaction that called this one; null for the root.</summary>
+    internal ReactorCall? Caller { get; }
 
     internal RootTransaction Root { get; }
 
@@ -91,17 +97,43 @@ public sealed class ReactorCall
 
     /// <summary>ReactDB.tla ReadOp: the row's payload as this root's context sees it (its own
     /// write if it wrote the row in this container, else the committed version it records).
-    /// A missing key aborts the root (<see cref="AbortReason.User"/>).</summary>
-    public long Read(Relation relation, long key, RowReader reader) => reader(Access(relation, key, RowAccess.Read));
+    /// A missing key aborts the root (<see cref="AbortReason.KeyNotFound"/>).</summary>
+    public long Read(Relation relation, long key, RowReader reader)
+    {
+        if (Strand() is not { } strand) return reader(Access(relation, key, RowAccess.Read));
+        lock (strand) return reader(Access(relation, key, RowAccess.Read));
+    }
 
     /// <summary>ReactDB.tla WriteLoad/WriteStore: changes the row in this root's context; the
     /// change is installed only if the root commits. A missing key aborts the root.</summary>
-    public long Write(Relation relation, long key, RowWriter writer) => writer(Access(relation, key, RowAccess.Write));
+    public long Write(Relation relation, long key, RowWriter writer)
+    {
+        if (Strand() is not { } strand) return writer(Access(relation, key, RowAccess.Write));
+        lock (strand) return writer(Access(relation, key, RowAccess.Write));
+    }
 
     /// <summary>ReactDB.tla WriteLoad/WriteStore of a blind write: the row's payload is replaced by
     /// what <paramref name="writer"/> puts in a zeroed buffer, without reading the row (so, as in
     /// Silo, its version is not validated at commit).</summary>
-    public long Overwrite(Relation relation, long key, RowWriter writer) => writer(Access(relation, key, RowAccess.Blind));
+    public long Overwrite(Relation relation, long key, RowWriter writer)
+    {
+        if (Strand() is not { } strand) return writer(Access(relation, key, RowAccess.Blind));
+        lock (strand) return writer(Access(relation, key, RowAccess.Blind));
+    }
+
+    /// <summary>
+    /// What a use of the root's context in this container holds while it runs: the context itself.
+    /// Decision: the paper's context is used by one flow of control (D3), but C# logic easily has
+    /// two (<c>var a = H(); var b = H(); await a; await b;</c>, or a call into this container
+    /// whose callee suspends before the caller awaits it), and their continuations resume on two
+    /// of the container's threads at once. Each row access and each call's bookkeeping is one
+    /// step of the spec's node (ReadOp, WriteLoad and WriteStore, Call), so holding the context
+    /// through it makes two flows interleave whole steps, as one flow issuing the same steps in
+    /// some order would: nothing the spec does not already explore (proofs/ReactDB.md). The
+    /// lock is re-entrant, so a reader that reads another row holds it again; uncontended it is
+    /// a compare-and-swap and a store. Null in the twin that drops it.
+    /// </summary>
+    object? Strand() => _engine.Mutants.UnguardedFlows ? null : Root.Context(Reactor.Container);
 
     enum RowAccess { Read, Write, Blind }
 
@@ -159,12 +191,12 @@ public sealed class ReactorCall
         if (reactor.Deployment != Reactor.Deployment)
             throw new ArgumentException($"reactor {Reactor.Name}, function call {function.Name}: reactor {reactor.Name} is of another deployment", nameof(reactor));
         ThrowIfFailed();
-        var callee = new ReactorCall(_engine, Root, reactor, results);
+        var callee = new ReactorCall(_engine, Root, reactor, results, this);
         bool here = reactor.Container == Reactor.Container && !_engine.Mutants.EnqueueSameContainer;
         if (_engine.Trace is { } trace) RecordCall(trace, callee, here);
         if (here) return CallHere(callee, function, args);
         var future = _engine.Enqueue(callee, function, args);
-        (_children ??= new()).Add(future);
+        AddChild(future);
         return Await(future);
     }
 
@@ -202,7 +234,7 @@ public sealed class ReactorCall
     /// node's to wait for, and the result is the caller's.</summary>
     long SyncReturn(ReactorCall callee, long result)
     {
-        if (callee.ChildrenDone() is { IsCompletedSuccessfully: false } pending) (_children ??= new()).Add(pending);
+        if (callee.ChildrenDone() is { IsCompletedSuccessfully: false } pending) AddChild(pending);
         if (_engine.Trace is { } trace) RecordSyncReturn(trace);
         ThrowIfFailed();
         return result;
@@ -282,7 +314,7 @@ public sealed class ReactorCall
         if (!Root.Failed)
         {
             took = Root.TryTake(Reactor.Container, this, evenIfHeld: _engine.Mutants.SharedContext);
-            if (!took) Root.Fail(AbortReason.SharedContext);
+            if (!took) Root.Fail(AbortReason.SharedContext, CycleThrough(Root.Holder(Reactor.Container)));
         }
         if (trace is not null)
         {
@@ -290,6 +322,31 @@ public sealed class ReactorCall
             if (!took) Record(trace, ReactDbStep.Complete);
         }
         return took;
+    }
+
+    /// <summary>
+    /// When the context this node could not take is held by one of its own callers, the call
+    /// chain has come back into that caller's container: the caller holds the context until this
+    /// node completes, so every retry meets the same conservative abort (D2). That is the
+    /// deployment's or the function's bug, not a conflict: the root ends with
+    /// <see cref="ReactorCallCycleException"/>, which names the chain, instead of being retried
+    /// for ever. A context held by a node off this chain (the root's two concurrent calls meeting
+    /// in one container) may be free on the retry, which stays the spec's D8.
+    /// </summary>
+    ReactorCallCycleException? CycleThrough(ReactorCall? holder)
+    {
+        if (holder is null) return null;
+        var chain = new List<ReactorCall> { this };
+        for (var node = Caller; node is not null; node = node.Caller)
+        {
+            chain.Add(node);
+            if (node == holder)
+            {
+                chain.Reverse();
+                return new ReactorCallCycleException(Root.Program.Name, string.Join(" -> ", chain.Select(n => $"{n.Reactor.Name} (container {n.Reactor.Container})")));
+            }
+        }
+        return null;
     }
 
     /// <summary>ReactDB.tla Submit and Dequeue of a root attempt: its thread takes its context in
@@ -352,6 +409,17 @@ public sealed class ReactorCall
     void Record(ReactDbTrace trace, ReactDbStep kind, int callee = -1, long key = -1, long read = 0, bool ok = true) =>
         trace.Add(new ReactDbEvent(kind, Root.TxnId, Node, Reactor.Id, Reactor.Container, callee, key, read, ok));
 
+    /// <summary>Adds a sub-transaction to wait for, under the strand: two flows of the logic may call at once.</summary>
+    void AddChild(Task child)
+    {
+        if (Strand() is not { } strand)
+        {
+            (_children ??= new()).Add(child);
+            return;
+        }
+        lock (strand) (_children ??= new()).Add(child);
+    }
+
     /// <summary>Every sub-transaction called has completed, none with an exception: nothing of
     /// <see cref="ChildrenDone"/> is left to await.</summary>
     internal bool ChildrenSucceeded
@@ -395,7 +463,7 @@ public sealed class ReactorCall
     [DoesNotReturn, MethodImpl(MethodImplOptions.NoInlining)]
     void FailOnMissingKey()
     {
-        Root.Fail(AbortReason.User);
+        Root.Fail(AbortReason.KeyNotFound);
         throw new RootAbortedException();
     }
 

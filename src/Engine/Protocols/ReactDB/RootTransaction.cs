@@ -134,6 +134,9 @@ internal sealed class RootTransaction
         return true;
     }
 
+    /// <summary>The node that holds the context in <paramref name="container"/> now, if any.</summary>
+    public ReactorCall? Holder(int container) => Volatile.Read(ref _holders[container]);
+
     /// <summary>ReactDB.tla Complete (and the end of the root's commit): the node gives the context back.</summary>
     public void Release(int container, ReactorCall node)
     {

@@ -550,7 +550,7 @@ internal sealed class StealDb : ITransactionProtocol
         int row = table.Find(key);
         if (row < 0)
         {
-            Doom(s, AbortReason.User);
+            Doom(s, AbortReason.KeyNotFound);
             Finish(s, op, tid, insertDependents: true, runner);
             return LockStep.Finished;
         }

@@ -39,7 +39,7 @@ internal sealed class Ordered(ProtocolSetup setup) : LockingProtocol(setup)
             if (row < 0)
             {
                 ctx.AccessCount = 0;
-                reason = AbortReason.User;
+                reason = AbortReason.KeyNotFound;
                 return Outcome.UserAborted;
             }
             int access = ctx.FindAccess(table.Id, row);
