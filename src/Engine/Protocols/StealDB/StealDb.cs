@@ -211,6 +211,7 @@ internal sealed class StealDb : ITransactionProtocol
         {
             s.Ops[i].Lock = NotLocked;
             s.Ops[i].Wrote = false;
+            s.Ops[i].Table = null!; // set by the op's TryLock: OwnOpOnRow reads it
             if (program.DependencyCount[i] > 1) Volatile.Write(ref s.Ops[i].DepsLeft, program.DependencyCount[i]);
             Volatile.Write(ref s.Rq[i], 0);
         }
@@ -444,6 +445,9 @@ internal sealed class StealDb : ITransactionProtocol
             case LockStep.Queued when !s.Ops[op].SharedLock && SharedByOwnOp(s, op) is int reader and >= 0:
                 GiveUpWaitOnItself(s, op, reader, tid, runner);
                 return;
+            case LockStep.Queued when OwnOpOnRow(s, op) is int ahead and >= 0:
+                GiveUpWaitOnItself(s, op, ahead, tid, runner);
+                return;
             case LockStep.Queued when !_runWithoutLock && !AwaitLock(s, op, node, tid, predecessor, depth, runner):
                 return; // WaiterTimeout
         }
@@ -476,6 +480,24 @@ internal sealed class StealDb : ITransactionProtocol
     /// shared, -1 if none: the write would wait for its own transaction's reader. Read on the
     /// queued path only; an op that reads the row on another thread at this moment may be
     /// missed, and the detector or the threshold ends that wait instead.</summary>
+    /// <summary>Another op of the transaction that has queued on (or holds) the row op
+    /// <paramref name="op"/> has just queued on, further ahead than right in front: its lock
+    /// context is released only when the transaction ends, so this wait ends only at the
+    /// threshold, or never when another transaction's waiter stands between the two (found by
+    /// the front door's fuzzer: two transfers from an account to itself stalled every caller
+    /// for more than 20 s). The same refusal as the op right behind its own (<see cref="GiveUpWaitOnItself"/>).
+    /// An op's row is set by its TryLock before it queues, so an op ahead in this queue has it set.</summary>
+    static int OwnOpOnRow(Slot s, int op)
+    {
+        var table = s.Ops[op].Table;
+        int row = s.Ops[op].Row, n = s.Ctx.Program.Ops.Length;
+        for (int j = 0; j < n; j++)
+        {
+            if (j != op && ReferenceEquals(s.Ops[j].Table, table) && s.Ops[j].Row == row) return j;
+        }
+        return -1;
+    }
+
     static int SharedByOwnOp(Slot s, int op)
     {
         var ops = s.Ctx.Program.Ops;
