@@ -3,7 +3,7 @@
 // restore as a dotnet tool from this project's NuGet copy (docs/toolchain.md); this needs only
 // the .NET SDK the project already requires.
 //
-// Verbs: build, test, specs, models, coyote, traces, bench, run, study, demo, pack, sample. `test` runs every suite
+// Verbs: build, test, specs, models, coyote, traces, fuzz, bench, run, study, demo, pack, sample. `test` runs every suite
 // and ends with one line "N passed, N failed" over all of them.
 using System.Diagnostics;
 using System.Text.RegularExpressions;
@@ -37,6 +37,7 @@ return verb switch
     "models" => Models(rest).Code,
     "coyote" => Chain(Build, () => Coyote(rest).Code),
     "traces" => Chain(Build, () => Traces(rest).Code),
+    "fuzz" => Chain(Build, () => Fuzz(rest)),
     "bench" => Run("dotnet", ["run", "-c", "Release", "--project", "bench/Contend.Benchmarks", "--", .. rest]).Code,
     "run" => Chain(Build, () => Run("dotnet", [contend, "run", .. rest]).Code),
     "demo" => Chain(Build, () => Run("dotnet", [contend, "demo", .. rest]).Code),
@@ -55,6 +56,8 @@ int Help()
         "  models [filter]  check the P models (models/check)\n" +
         "  coyote [filter]  the Coyote systematic tests\n" +
         "  traces [--runs N] StealDB's and Chiller's trace validation: record engine runs, check them against the specs with TLC\n" +
+        "  fuzz [seconds]   the front door's fuzzer sampling cases for that long (default 600), shrinking what fails;\n" +
+        "                   its result is appended to docs/measured/data/fuzz.ndjson\n" +
         "  bench [args]     BenchmarkDotNet benchmarks\n" +
         "  run [args]       contend run (see: run --help)\n" +
         "  study <name>     a paper's throughput study: stealdb, strife or reactdb (study --help lists its options)\n" +
@@ -101,6 +104,32 @@ int Chain(Func<int> first, Func<int> then)
     var record = RunTagged(tag, "dotnet", [coyote, "traces", "--out", dir, .. options], ("DOTNET_ROLL_FORWARD", "Major"));
     if (record.Code != 0) return (record.Code, record.Output + "\n0 passed, 1 failed\n");
     return RunTagged(tag, "specs/check", ["--manifest", Path.Combine(dir, "manifest.json")]);
+}
+
+// The front door's long fuzz run: CsCheck samples cases through ContendEngine's front door for
+// the given seconds (the CI run is a fixed set of seeds in the xunit suite), and shrinks the first
+// that fails; the run's result, with the commit and machine, is appended to docs/measured/data/fuzz.ndjson.
+int Fuzz(string[] args)
+{
+    int seconds = args.Length > 0 && int.TryParse(args[0], out int s) && s > 0 ? s : 600;
+    var clock = Stopwatch.StartNew();
+    var run = Run("dotnet", ["test", "tests/Contend.Tests", "-c", "Release", "--no-build", "--nologo", "--filter", "Category=FuzzLong",
+                             "--logger", "console;verbosity=detailed"], ("CONTEND_FUZZ_SECONDS", seconds.ToString()));
+    string commit = Run("git", ["rev-parse", "--short", "HEAD"]).Output.Trim();
+    var cases = Regex.Match(run.Output, @"long run: (\d+) cases");
+    var seed = Regex.Match(run.Output, @"seed[:= ""]+([A-Za-z0-9_-]{8,})");
+    string line = System.Text.Json.JsonSerializer.Serialize(new
+    {
+        date = DateTime.UtcNow.ToString("yyyy-MM-dd"), commit, machine = $"{Environment.ProcessorCount} cores",
+        command = $"dotnet run build/Build.cs -- fuzz {seconds}", seconds = Math.Round(clock.Elapsed.TotalSeconds),
+        cases = cases.Success ? int.Parse(cases.Groups[1].Value) : (int?)null, failed = run.Code != 0,
+        seed = run.Code != 0 && seed.Success ? seed.Groups[1].Value : null,
+    });
+    string data = Path.Combine(root, "docs", "measured", "data");
+    Directory.CreateDirectory(data);
+    File.AppendAllText(Path.Combine(data, "fuzz.ndjson"), line + "\n");
+    Console.WriteLine(line);
+    return run.Code;
 }
 
 // The sample services: samples/Bank, or samples/Mart when the first argument is "mart".

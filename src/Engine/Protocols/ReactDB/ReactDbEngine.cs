@@ -428,6 +428,9 @@ public sealed class ReactDbEngine : IAsyncDisposable
         }
     }
 
+    /// <summary>Contexts a (sub-)transaction holds now, over every root slot: 0 once no root runs.</summary>
+    internal int ContextsHeld() => _roots.Sum(root => root.Held);
+
     /// <summary>Conflict aborts so far, indexed by <see cref="AbortReason"/> (the final reasons' slots 0).</summary>
     internal long[] ConflictAbortsByReason()
     {

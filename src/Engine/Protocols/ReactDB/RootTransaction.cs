@@ -134,6 +134,9 @@ internal sealed class RootTransaction
         return true;
     }
 
+    /// <summary>How many of the slot's contexts a node holds now.</summary>
+    public int Held => _holders.Count(h => Volatile.Read(ref h) is not null);
+
     /// <summary>The node that holds the context in <paramref name="container"/> now, if any.</summary>
     public ReactorCall? Holder(int container) => Volatile.Read(ref _holders[container]);
 

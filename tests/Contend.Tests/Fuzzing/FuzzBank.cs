@@ -1,0 +1,121 @@
+using System.Buffers.Binary;
+using Contend.Engine.Programs;
+using Contend.Engine.Storage;
+
+namespace Contend.Tests.Fuzzing;
+
+/// <summary>The database and programs of a front-door case: accounts opened with
+/// <see cref="Opening"/> each, and a ledger whose entries hold the key they were posted under.</summary>
+public sealed class FuzzBank
+{
+    public const long Opening = 1_000;
+
+    public Database Db { get; }
+    public Table Account { get; }
+    public Table Ledger { get; }
+    public int Accounts { get; }
+    public int LoadedEntries { get; }
+    readonly TxnProgram[] _programs;
+
+    public FuzzBank(FrontDoorCase c)
+    {
+        Accounts = c.Accounts;
+        LoadedEntries = c.LoadedEntries;
+        Db = new Database();
+        Account = Db.Create("account", sizeof(long), c.Accounts);
+        var opening = new byte[sizeof(long)];
+        BinaryPrimitives.WriteInt64LittleEndian(opening, Opening);
+        for (int a = 0; a < c.Accounts; a++) Account.Load(a, opening);
+        Ledger = Db.Create("ledger", sizeof(long), c.EntryCapacity);
+        for (int k = 0; k < c.LoadedEntries; k++) Ledger.Load(k, Value(k));
+        _programs = [Transfer(), Post(), Read(), Audit()];
+    }
+
+    public TxnProgram this[FuzzProgram program] => _programs[(int)program];
+
+    /// <summary>The sweep that writes every account: it commits only if no lock on one is left held.</summary>
+    public TxnProgram Sweep()
+    {
+        var sweep = new ProgramBuilder("sweep", Db, 0);
+        for (int a = 0; a < Accounts; a++)
+        {
+            long key = a;
+            sweep.Write($"touch{a}", "account", KeySource.Computed((_, _) => key), (row, _, _) => BinaryPrimitives.ReadInt64LittleEndian(row));
+        }
+        return sweep.Build();
+    }
+
+    static byte[] Value(long key)
+    {
+        var bytes = new byte[sizeof(long)];
+        BinaryPrimitives.WriteInt64LittleEndian(bytes, key * 7 + 1);
+        return bytes;
+    }
+
+    static long Add(Span<byte> row, long amount)
+    {
+        long v = BinaryPrimitives.ReadInt64LittleEndian(row) + amount;
+        BinaryPrimitives.WriteInt64LittleEndian(row, v);
+        return v;
+    }
+
+    /// <summary>What a body does before its work, as its mode says: nothing (false), an abort
+    /// (true), or a throw. It runs after the op before it wrote, so an abort or a throw undoes a written row.</summary>
+    static bool Refuses(long mode, long amount) => mode switch
+    {
+        FuzzMode.Abort => true,
+        FuzzMode.Throw => throw new FuzzBodyException(),
+        FuzzMode.Slow => Spin(TimeSpan.FromMilliseconds(amount % 10 + 1)),
+        _ => false,
+    };
+
+    static bool Spin(TimeSpan time)
+    {
+        var clock = System.Diagnostics.Stopwatch.StartNew();
+        while (clock.Elapsed < time) Thread.SpinWait(100);
+        return false;
+    }
+
+    TxnProgram Transfer() => new ProgramBuilder("transfer", Db, 4)
+        .Write("withdraw", "account", KeySource.FromArg(0), (row, args, _) => Add(row, -args[2]))
+        .Write("deposit", "account", KeySource.FromArg(1), (row, args, _) => Refuses(args[3], args[2]) ? TxnProgram.UserAbort : Add(row, args[2]), "withdraw")
+        .Build();
+
+    TxnProgram Post() => new ProgramBuilder("post", Db, 4)
+        .Write("touch", "account", KeySource.FromArg(0), (row, _, _) => BinaryPrimitives.ReadInt64LittleEndian(row))
+        .Insert("first", "ledger", KeySource.FromArg(1), (row, args, _) => Refuses(args[3], args[1]) ? TxnProgram.UserAbort : Fill(row, args[1]), "touch")
+        .Insert("second", "ledger", KeySource.FromArg(2), (row, args, _) => Fill(row, args[2]), "touch")
+        .Build();
+
+    static long Fill(Span<byte> row, long key)
+    {
+        BinaryPrimitives.WriteInt64LittleEndian(row, key * 7 + 1);
+        return key;
+    }
+
+    TxnProgram Read() => new ProgramBuilder("read", Db, 2)
+        .Read("first", "account", KeySource.FromArg(0), (row, _, _) => BinaryPrimitives.ReadInt64LittleEndian(row))
+        .Read("second", "account", KeySource.FromArg(1), (row, _, _) => BinaryPrimitives.ReadInt64LittleEndian(row))
+        .Build();
+
+    TxnProgram Audit()
+    {
+        var audit = new ProgramBuilder("audit", Db, 0);
+        for (int a = 0; a < Accounts; a++)
+        {
+            long key = a;
+            audit.Read($"balance{a}", "account", KeySource.Computed((_, _) => key), (row, _, _) => BinaryPrimitives.ReadInt64LittleEndian(row));
+        }
+        return audit.Build();
+    }
+
+    /// <summary>Whether an entry holds what its key's post wrote.</summary>
+    public bool EntryHolds(long key)
+    {
+        int row = Ledger.Find(key);
+        return row >= 0 && BinaryPrimitives.ReadInt64LittleEndian(Ledger.Payload(row)) == key * 7 + 1;
+    }
+}
+
+/// <summary>What a body of a case throws when its mode says so.</summary>
+public sealed class FuzzBodyException() : Exception("a body of the case threw, as its mode says");
