@@ -28,9 +28,13 @@ app.MapPost("/transfers", async (Transfer t, ContendEngine engine, Bank bank, Ca
     if (t.From == t.To || t.Amount <= 0) return Results.BadRequest(new Refusal("a transfer moves a positive amount between two accounts"));
     var balances = new long[2];
     TxnOutcome outcome = await engine.ExecuteAsync(bank.Transfer, [t.From, t.To, t.Amount], balances, cancel);
-    return outcome.Committed
-        ? Results.Ok(new Transferred(balances[0], balances[1]))
-        : Results.Conflict(new Refusal($"refused: {outcome.Reason}")); // not enough money
+    return outcome switch
+    {
+        { Committed: true } => Results.Ok(new Transferred(balances[0], balances[1])),
+        { Reason: AbortReason.KeyNotFound } => Results.NotFound(new Refusal("no such account")),
+        { Outcome: Outcome.Aborted } => Results.StatusCode(StatusCodes.Status503ServiceUnavailable), // gave up: retry later
+        _ => Results.Conflict(new Refusal($"refused: {outcome.Reason}")), // not enough money
+    };
 });
 // README: embed end
 
