@@ -179,6 +179,42 @@ public class ContendEngineTests
         Assert.Equal((long)Accounts * Opening, balances.Sum());
     }
 
+    /// <summary>The fuzzer's find: under StealDB the second op of a transaction on its own row,
+    /// queued behind another transaction's waiter (which waits for the first op's lock, held to
+    /// the end), waited out the threshold while every caller stalled. It is refused at once now,
+    /// as the op right behind its own is, and the waiter then commits.</summary>
+    [Theory]
+    [InlineData("StealDB")]
+    [InlineData("StealDBNoSteal")]
+    [InlineData("StealDBBasicWS")]
+    public async Task AnOpOnItsOwnRowBehindAnotherTransactionsWaiterIsRefusedAtOnce(string protocol)
+    {
+        var db = new Database();
+        var account = db.Create("account", sizeof(long), 1);
+        account.Load(0, BitConverter.GetBytes(100L));
+        using var firstRan = new SemaphoreSlim(0);
+        using var waiterQueued = new SemaphoreSlim(0);
+        var selfTransfer = new ProgramBuilder("selfTransfer", db, 0)
+            .Write("withdraw", "account", KeySource.Computed((_, _) => 0), (row, _, _) =>
+            {
+                firstRan.Release();
+                waiterQueued.Wait(Patience); // the other transaction queues on the row meanwhile
+                return 0;
+            })
+            .Write("deposit", "account", KeySource.Computed((_, _) => 0), (row, _, _) => 0, "withdraw")
+            .Build();
+        var touch = new ProgramBuilder("touch", db, 0).Write("touch", "account", KeySource.Computed((_, _) => 0), (row, _, _) => 0).Build();
+        await using var engine = new ContendEngine(db, Options(protocol, workers: 2));
+        var self = engine.ExecuteAsync(selfTransfer, []).AsTask();
+        Assert.True(await firstRan.WaitAsync(Patience));
+        var other = engine.ExecuteAsync(touch, []).AsTask();
+        await Task.Delay(200); // the touch's op queues behind the withdraw's lock
+        waiterQueued.Release();
+        var refused = await Assert.ThrowsAsync<TransactionFailedException>(() => self.WaitAsync(TimeSpan.FromSeconds(5)));
+        Assert.Contains("op deposit and op withdraw use the same row of table account (key 0)", refused.InnerException!.Message);
+        Assert.True((await other.WaitAsync(Patience)).Committed);
+    }
+
     [Fact]
     public async Task RowsAreLoadedAndReadOutsideTransactionsOnlyBeforeAnEngineServes()
     {

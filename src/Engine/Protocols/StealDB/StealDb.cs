@@ -460,8 +460,8 @@ internal sealed class StealDb : ITransactionProtocol
     /// would end only at the threshold, and every retry would meet it again. The spec has one
     /// op per record; the engine refuses such a transaction instead of looping: the wait is
     /// given up at once (WaiterTimeout, enabled at any step of a wait; the node stays queued
-    /// for the owner's release), and the transaction fails, naming both ops. Decided here; a
-    /// second op on a row further back in the queue still meets the threshold first.
+    /// for the owner's release), and the transaction fails, naming both ops. Decided here, and
+    /// for an op of its own further ahead in the queue too (<see cref="OwnOpOnRow"/>).
     /// </summary>
     void GiveUpWaitOnItself(Slot s, int op, int ahead, long tid, int runner)
     {
