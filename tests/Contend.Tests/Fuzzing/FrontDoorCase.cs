@@ -24,7 +24,8 @@ public enum FuzzProgram
 }
 
 /// <summary>What a body of the op a mode names does: its work, a <see cref="Engine.Programs.TxnProgram.UserAbort"/>,
-/// a throw, or its work after spinning a few milliseconds with its locks held (so that others wait, and meet their deadlines).</summary>
+/// a throw, or (slow) its work after the first op's body has spun a few milliseconds with its row or key held, so that
+/// others queue behind it and meet their deadlines.</summary>
 public static class FuzzMode
 {
     public const long Work = 0, Abort = 1, Throw = 2, Slow = 3;

@@ -61,30 +61,43 @@ public sealed class FuzzBank
 
     /// <summary>What a body does before its work, as its mode says: nothing (false), an abort
     /// (true), or a throw. It runs after the op before it wrote, so an abort or a throw undoes a written row.</summary>
-    static bool Refuses(long mode, long amount) => mode switch
+    static bool Refuses(long mode) => mode switch
     {
         FuzzMode.Abort => true,
         FuzzMode.Throw => throw new FuzzBodyException(),
-        FuzzMode.Slow => Spin(TimeSpan.FromMilliseconds(amount % 10 + 1)),
         _ => false,
     };
 
-    static bool Spin(TimeSpan time)
+    /// <summary>The slow mode's spin, in the first op's body: its row (or an insert's key) stays
+    /// held meanwhile, so others queue behind it, and an op of the same transaction queues after them.</summary>
+    static void Slow(long mode, long amount)
+    {
+        if (mode == FuzzMode.Slow) Spin(TimeSpan.FromMilliseconds(amount % 10 + 1));
+    }
+
+    static void Spin(TimeSpan time)
     {
         var clock = System.Diagnostics.Stopwatch.StartNew();
         while (clock.Elapsed < time) Thread.SpinWait(100);
-        return false;
     }
 
     TxnProgram Transfer() => new ProgramBuilder("transfer", Db, 4)
-        .Write("withdraw", "account", KeySource.FromArg(0), (row, args, _) => Add(row, -args[2]))
-        .Write("deposit", "account", KeySource.FromArg(1), (row, args, _) => Refuses(args[3], args[2]) ? TxnProgram.UserAbort : Add(row, args[2]), "withdraw")
+        .Write("withdraw", "account", KeySource.FromArg(0), (row, args, _) =>
+        {
+            Slow(args[3], args[2]);
+            return Add(row, -args[2]);
+        })
+        .Write("deposit", "account", KeySource.FromArg(1), (row, args, _) => Refuses(args[3]) ? TxnProgram.UserAbort : Add(row, args[2]), "withdraw")
         .Build();
 
     TxnProgram Post() => new ProgramBuilder("post", Db, 4)
         .Write("touch", "account", KeySource.FromArg(0), (row, _, _) => BinaryPrimitives.ReadInt64LittleEndian(row))
-        .Insert("first", "ledger", KeySource.FromArg(1), (row, args, _) => Refuses(args[3], args[1]) ? TxnProgram.UserAbort : Fill(row, args[1]), "touch")
-        .Insert("second", "ledger", KeySource.FromArg(2), (row, args, _) => Fill(row, args[2]), "touch")
+        .Insert("first", "ledger", KeySource.FromArg(1), (row, args, _) => Refuses(args[3]) ? TxnProgram.UserAbort : Fill(row, args[1]), "touch")
+        .Insert("second", "ledger", KeySource.FromArg(2), (row, args, _) =>
+        {
+            Slow(args[3], args[2]); // claimed in key order: the lower key's claim is held meanwhile
+            return Fill(row, args[2]);
+        }, "touch")
         .Build();
 
     static long Fill(Span<byte> row, long key)
