@@ -1,5 +1,6 @@
 using System.Diagnostics.Metrics;
 using Contend.Engine.Diagnostics;
+using Contend.Engine.Programs;
 using Contend.Engine.Protocols;
 using Contend.Engine.Protocols.StealDB;
 using Contend.Engine.Protocols.Strife;
@@ -84,6 +85,38 @@ public class ProtocolRegistryTests
         db.Create("t", 8, 1).Load(0);
         await using var engine = new ContendEngine(db, new EngineOptions { Protocol = "stealdbnosteal", Workers = 1 });
         Assert.Equal("StealDBNoSteal", engine.Options.Protocol);
+    }
+
+    /// <summary>A program its protocol can never run is refused at its first call, or at start-up
+    /// by <see cref="ContendEngine.Check"/>, with the reason; the others run it. An engine with more
+    /// workers than the process's cores says so in the log.</summary>
+    [Fact]
+    public async Task AProgramTheProtocolCannotRunIsRefusedAtItsFirstCall()
+    {
+        var db = new Database();
+        db.Create("t", 8, 2).Load(0);
+        var twice = new ProgramBuilder("twice", db, 1)
+            .Write("a", "t", KeySource.FromArg(0), (_, _, _) => 0)
+            .Write("b", "t", KeySource.FromArg(0), (_, _, _) => 0, "a")
+            .Build();
+        Assert.Equal(2, twice.ResultCount);
+        var log = new EngineTelemetryTests.ListLogger();
+        await using (var steal = new ContendEngine(db, new EngineOptions { Protocol = "StealDB", Workers = Environment.ProcessorCount + 1 }, log))
+        {
+            var refused = Assert.Throws<ArgumentException>(() => { steal.Check(twice); });
+            Assert.Contains("protocol StealDB cannot run it: program twice: ops a and b always use one row (both keyed by argument 0 of the same table)", refused.Message);
+            Assert.Throws<ArgumentException>(() => { _ = steal.ExecuteAsync(twice, [0]); });
+            Assert.Contains(log.Entries, e => e.Level == Microsoft.Extensions.Logging.LogLevel.Warning && e.Message.Contains($"{Environment.ProcessorCount + 1} workers on the {Environment.ProcessorCount} cores this process may run on"));
+        }
+        var other = new Database();
+        other.Create("t", 8, 2).Load(0);
+        var again = new ProgramBuilder("twice", other, 1)
+            .Write("a", "t", KeySource.FromArg(0), (_, _, _) => 0)
+            .Write("b", "t", KeySource.FromArg(0), (_, _, _) => 0, "a")
+            .Build();
+        await using var noWait = new ContendEngine(other, new EngineOptions { Protocol = "NoWait", Workers = 1 });
+        noWait.Check(again);
+        Assert.True((await noWait.ExecuteAsync(again, [0])).Committed);
     }
 
     [Fact]

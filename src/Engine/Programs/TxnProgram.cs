@@ -76,6 +76,9 @@ public sealed class TxnProgram
     internal int[] Order { get; }
     /// <summary>How many arguments a call passes (<see cref="Runtime.ContendEngine.ExecuteAsync(TxnProgram, ReadOnlySpan{long}, CancellationToken)"/>).</summary>
     public int ArgCount { get; }
+    /// <summary>How many result slots a call's results span needs, at least (one per op, by op index;
+    /// <see cref="Runtime.ContendEngine.ExecuteAsync(TxnProgram, ReadOnlySpan{long}, Memory{long}, CancellationToken)"/>).</summary>
+    public int ResultCount => Ops.Length;
     /// <summary>True when the key of some row the program reads or writes depends on an earlier
     /// op's result, so the rows to lock are not known up front (inserted keys do not count:
     /// nothing locks a row that does not exist yet).</summary>
@@ -93,6 +96,9 @@ public sealed class TxnProgram
     internal bool BodiesMayAbort { get; }
     /// <summary>The insert ops in <see cref="Order"/>: the order in which the op loop collects them.</summary>
     internal int[] InsertsInOrder { get; }
+
+    /// <summary>The protocol instance that last found it can run the program (<see cref="Runtime.ContendEngine.Check"/>), so that only a program's first call is checked.</summary>
+    internal object? CheckedFor;
 
     /// <summary>The database whose schema the program was built against: its ops name that
     /// database's tables by id, so an engine over another refuses it.</summary>

@@ -42,14 +42,16 @@ internal sealed class ProtocolDescriptor
 {
     readonly Func<ProtocolSetup, IProtocol> _make;
     readonly Func<IProtocol, double, ProtocolReport>? _report;
+    readonly Func<Programs.TxnProgram, string?>? _refuses;
 
     /// <param name="optionsType">the <see cref="ProtocolOptions"/> record the protocol takes; null: none</param>
     /// <param name="make">builds the protocol from a setup whose options are null or of <paramref name="optionsType"/></param>
     /// <param name="report">what the protocol reports of its runs so far, given the worker-seconds they took</param>
     /// <param name="mutants">the enum of mutants the protocol honours besides the core's</param>
+    /// <param name="refuses">why the protocol can never run a program, whatever its arguments (null: it can)</param>
     internal ProtocolDescriptor(string name, string description, ProtocolKind kind, Type? optionsType, Func<ProtocolSetup, IProtocol> make,
                                 IReadOnlyList<ProtocolCounter>? counters = null, Func<IProtocol, double, ProtocolReport>? report = null,
-                                Type? mutants = null, bool serializable = true)
+                                Type? mutants = null, bool serializable = true, Func<Programs.TxnProgram, string?>? refuses = null)
     {
         if (optionsType is not null && !optionsType.IsSubclassOf(typeof(ProtocolOptions)))
             throw new ArgumentException($"protocol {name}: options type {optionsType.Name} is not a {nameof(ProtocolOptions)}", nameof(optionsType));
@@ -64,7 +66,12 @@ internal sealed class ProtocolDescriptor
         Mutants = mutants;
         _make = make;
         _report = report;
+        _refuses = refuses;
     }
+
+    /// <summary>Why the protocol can never run <paramref name="program"/> (every call of it would
+    /// fail the same way), or null.</summary>
+    public string? Refuses(Programs.TxnProgram program) => _refuses?.Invoke(program);
 
     public string Name { get; }
     public string Description { get; }

@@ -149,6 +149,24 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
         if (Affinity.Oversubscribed(options.Workers, "workers") is { } crowded) EngineLog.Oversubscribed(_log, options.Name, crowded);
     }
 
+    /// <summary>
+    /// Checks that the engine's protocol can run <paramref name="program"/> at all, as the first
+    /// call of it does: a service calls it at start-up to hear of a program its protocol refuses
+    /// before any request does (StealDB, say, refuses two ops keyed by the same argument on one
+    /// table, which every call would fail). Arguments that make ops meet on one row only
+    /// sometimes are not known here; those calls fail as they come.
+    /// </summary>
+    /// <exception cref="ArgumentException">the protocol cannot run the program, and why; or it was built against another database</exception>
+    public void Check(TxnProgram program)
+    {
+        ArgumentNullException.ThrowIfNull(program);
+        if (program.Schema != _db)
+            throw new ArgumentException($"program {program.Name}: built against another database than engine '{_options.Name}' serves", nameof(program));
+        if (ProtocolRegistry.Find(_options.Protocol).Refuses(program) is { } why)
+            throw new ArgumentException($"protocol {_options.Protocol} cannot run it: {why}", nameof(program));
+        Volatile.Write(ref program.CheckedFor, _protocol);
+    }
+
     /// <summary>The protocol the workers run.</summary>
     internal IProtocol Protocol => _protocol;
 
@@ -186,9 +204,10 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
     /// Callable from any thread; a full queue waits without blocking one (or refuses, as
     /// configured). In steady state the call allocates nothing.
     /// </summary>
-    /// <param name="results">at least as long as the program's ops, or empty; written by a
+    /// <param name="results">at least <see cref="TxnProgram.ResultCount"/> long, or empty; written by a
     /// worker before the task ends, so not to be touched until then</param>
-    /// <exception cref="ArgumentException">the program was built against another database, or the
+    /// <exception cref="ArgumentException">the program was built against another database, the
+    /// engine's protocol cannot run it (<see cref="Check"/>, made by a program's first call), or the
     /// argument count or the results' length is wrong for it</exception>
     public ValueTask<TxnOutcome> ExecuteAsync(TxnProgram program, ReadOnlySpan<long> args, Memory<long> results, CancellationToken cancel = default)
     {
@@ -197,6 +216,7 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
             throw new ArgumentException($"program {program.Name}: built against another database than engine '{_options.Name}' serves", nameof(program));
         if (args.Length != program.ArgCount)
             throw new ArgumentException($"program {program.Name}: takes {program.ArgCount} arguments, given {args.Length}", nameof(args));
+        if (!ReferenceEquals(Volatile.Read(ref program.CheckedFor), _protocol)) Check(program);
         if (results.Length != 0 && results.Length < program.Ops.Length)
             throw new ArgumentException($"program {program.Name}: has {program.Ops.Length} ops, so its results need as many slots, given {results.Length}", nameof(results));
         if (cancel.IsCancellationRequested) return ValueTask.FromCanceled<TxnOutcome>(cancel);
