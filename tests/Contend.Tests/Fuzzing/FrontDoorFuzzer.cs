@@ -59,6 +59,7 @@ public static class FrontDoorFuzzer
         var calls = new Task<Ended>[c.Calls.Length];
         var cancels = new List<CancellationTokenSource>();
         Task? disposal = null;
+        Exception? broken = null;
         try
         {
             for (int i = 0; i < c.Calls.Length; i++)
@@ -89,13 +90,18 @@ public static class FrontDoorFuzzer
             }
             if (!disposed) await Quiesced(c, engine, bank, calls);
         }
-        finally
+        catch (Exception e)
         {
-            disposal ??= engine.DisposeAsync().AsTask();
-            bool ended = await Task.WhenAny(disposal, Task.Delay(Bound)) == disposal;
-            foreach (var cancel in cancels) cancel.Dispose();
-            if (!ended) throw new FuzzViolation($"the engine's disposal did not end within {Bound.TotalSeconds} s");
+            broken = e;
         }
+        disposal ??= engine.DisposeAsync().AsTask();
+        bool ended = await Task.WhenAny(disposal, Task.Delay(Bound)) == disposal;
+        foreach (var cancel in cancels) cancel.Dispose();
+        // What broke first is what the failure names; a disposal that then hangs is said after it.
+        string stuck = ended ? "" : $"the engine's disposal did not end within {Bound.TotalSeconds} s";
+        if (broken is FuzzViolation v) throw new FuzzViolation(ended ? v.Message : $"{v.Message}; then {stuck}");
+        if (broken is not null) throw new FuzzViolation($"{broken.GetType().Name}: {broken.Message}{(ended ? "" : "; then " + stuck)}\n{broken}");
+        if (!ended) throw new FuzzViolation(stuck);
     }
 
     /// <summary>How a call ended: its outcome, or what its task threw.</summary>

@@ -25,6 +25,7 @@ public static class ReactDbFuzzer
         var cancels = new List<CancellationTokenSource>();
         Task? disposal = null;
         var bound = FrontDoorFuzzer.Bound;
+        Exception? broken = null;
         try
         {
             for (int i = 0; i < c.Calls.Length; i++)
@@ -66,13 +67,18 @@ public static class ReactDbFuzzer
                 if (!report.Serializable) throw new FuzzViolation($"the history is not serializable: {report.Anomalies.FirstOrDefault()?.Description}");
             }
         }
-        finally
+        catch (Exception e)
         {
-            disposal ??= engine.DisposeAsync().AsTask();
-            bool ended = await Task.WhenAny(disposal, Task.Delay(bound)) == disposal;
-            foreach (var cancel in cancels) cancel.Dispose();
-            if (!ended) throw new FuzzViolation($"the engine's disposal did not end within {bound.TotalSeconds} s");
+            broken = e;
         }
+        disposal ??= engine.DisposeAsync().AsTask();
+        bool ended = await Task.WhenAny(disposal, Task.Delay(bound)) == disposal;
+        foreach (var cancel in cancels) cancel.Dispose();
+        // What broke first is what the failure names; a disposal that then hangs is said after it.
+        string stuck = ended ? "" : $"the engine's disposal did not end within {bound.TotalSeconds} s";
+        if (broken is FuzzViolation v) throw new FuzzViolation(ended ? v.Message : $"{v.Message}; then {stuck}");
+        if (broken is not null) throw new FuzzViolation($"{broken.GetType().Name}: {broken.Message}{(ended ? "" : "; then " + stuck)}\n{broken}");
+        if (!ended) throw new FuzzViolation(stuck);
     }
 
     /// <summary>The reactor a call's root runs on: a chain starts at its first reactor.</summary>
