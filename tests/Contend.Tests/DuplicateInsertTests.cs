@@ -123,6 +123,38 @@ public class DuplicateInsertTests
         Assert.Equal(2, entry.Count);
     }
 
+    /// <summary>The fuzzer's find: an insert whose attempt aborts after claiming its key leaves a
+    /// tombstone in the index, and when its row was given back too, tombstones outgrew the rows
+    /// until no slot was empty and a probe went round the index for ever. Such a row is retired
+    /// now: the table fills (TableFull) and every lookup and claim still ends.</summary>
+    [Theory]
+    [MemberData(nameof(Protocols))]
+    public async Task InsertsAbortedAfterTheirClaimFillTheTableAndEveryLookupEnds(string protocol)
+    {
+        const int Capacity = 6;
+        var db = new Database();
+        var entry = db.Create("entry", sizeof(long), Capacity);
+        // Claimed in key order: the lower key (arg 0) is claimed, then the higher one's body aborts.
+        var claimThenAbort = new ProgramBuilder("claimThenAbort", db, 2)
+            .Insert("low", "entry", KeySource.FromArg(0), Fill)
+            .Insert("high", "entry", KeySource.FromArg(1), (_, _, _) => TxnProgram.UserAbort)
+            .Build();
+        var read = new ProgramBuilder("read", db, 1).Read("look", "entry", KeySource.FromArg(0), (row, _, _) => row[0]).Build();
+        var once = new ProgramBuilder("once", db, 2).Insert("only", "entry", KeySource.FromArg(0), Fill).Build();
+        await using var engine = new ContendEngine(db, Options(protocol));
+        var reasons = new List<AbortReason>();
+        for (long k = 0; k < 40; k++)
+            reasons.Add((await engine.ExecuteAsync(claimThenAbort, [k, 1000 + k]).AsTask().WaitAsync(Patience)).Reason);
+        Assert.Contains(AbortReason.User, reasons);
+        Assert.Equal(AbortReason.TableFull, reasons[^1]);
+        // Each attempt needs two rows: the last row left is given back by the attempt that found no second.
+        Assert.Equal((Capacity - 1, Capacity - 1), (entry.Count, entry.Retired));
+        Assert.True((await engine.ExecuteAsync(once, [5000, 1]).AsTask().WaitAsync(Patience)).Committed);
+        Assert.Equal(AbortReason.TableFull, (await engine.ExecuteAsync(once, [5001, 1]).AsTask().WaitAsync(Patience)).Reason);
+        Assert.Equal(AbortReason.KeyNotFound, (await engine.ExecuteAsync(read, [6000]).AsTask().WaitAsync(Patience)).Reason);
+        Assert.True((await engine.ExecuteAsync(read, [5000]).AsTask().WaitAsync(Patience)).Committed);
+    }
+
     /// <summary>The protocols that claim an insert's key while the deadline applies (a batch runs
     /// its transactions to their end).</summary>
     public static TheoryData<string> PerTransactionProtocols() =>

@@ -105,18 +105,36 @@ internal static class InsertSet
         ctx.InsertRowsMade = 0;
     }
 
-    /// <summary>Gives back every key the attempt claimed, then every row it made for its inserts;
-    /// nothing else of an insert was ever visible. (Rows a batch reserved up front stay the batch's.)</summary>
+    /// <summary>Gives back every key the attempt claimed, then every row it made for an insert
+    /// that claimed no key; nothing else of an insert was ever visible. A row whose key was
+    /// claimed and is now retracted stays used: the tombstone its claim leaves takes an index
+    /// slot for good, and a table has more slots than rows only while each such slot keeps its
+    /// row (<see cref="Table.Retract"/>). So a refused insert (a key already there, a duplicate in
+    /// the attempt, a full table, a body's abort before its claim, a deadline) gives its row back,
+    /// and one whose attempt aborted after its claim does not. (Rows a batch reserved up front stay the batch's.)</summary>
     public static void Abort(Database db, TxnContext ctx)
     {
-        for (int k = 0; k < ctx.InsertsClaimed; k++)
+        int claimed = ctx.InsertsClaimed;
+        for (int k = 0; k < claimed; k++)
         {
             int i = ctx.InsOrder[k];
             db[ctx.Program.Ops[ctx.InsOp[i]].TableId].Retract(ctx.InsSlot[i]);
         }
         ctx.InsertsClaimed = 0;
-        for (int i = 0; i < ctx.InsertRowsMade; i++)
-            db[ctx.Program.Ops[ctx.InsOp[i]].TableId].Release(ctx.InsRow[i]);
+        int made = ctx.InsertRowsMade;
+        if (made == ctx.InsertCount)
+        {
+            // Every row was made, so the inserts were sorted: the unclaimed ones follow the claimed in InsOrder.
+            for (int k = claimed; k < made; k++)
+            {
+                int i = ctx.InsOrder[k];
+                db[ctx.Program.Ops[ctx.InsOp[i]].TableId].Release(ctx.InsRow[i]);
+            }
+        }
+        else
+        {
+            for (int i = 0; i < made; i++) db[ctx.Program.Ops[ctx.InsOp[i]].TableId].Release(ctx.InsRow[i]); // the table filled: none claimed
+        }
         ctx.InsertRowsMade = 0;
     }
 

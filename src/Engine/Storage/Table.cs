@@ -32,9 +32,10 @@ namespace Contend.Engine.Storage;
 /// dark = 1: an insert has claimed the key and not yet committed (<see cref="Claim"/>); a
 /// lookup does not see the row until <see cref="Reveal"/> clears the bit. A claim undone by an
 /// abort (<see cref="Retract"/>) leaves a tombstone, dark with row + 1 = 0, that probes pass
-/// over: the slot is never reused, so slots stay more than rows. The row of an insert that did
-/// not commit was never reachable, and goes back to the table (<see cref="Release"/>) for the
-/// next insert: a refused or aborted insert does not use a row up. A committed row is never freed.
+/// over: the slot is never reused, and neither is its row (it is retired), so every slot that is
+/// not empty keeps a row of its own, and slots stay more than rows. The row of an insert that
+/// claimed no key was never reachable, and goes back to the table (<see cref="Release"/>) for
+/// the next insert: a refused insert does not use a row up. A committed row is never freed.
 /// A key that fits in 32 bits (every key the workloads make) is compared in the slot, so a
 /// lookup reads the index line and not the row's: Strife's analysis finds the rows of a whole
 /// batch without touching one of them. A wider key (wide = 1) keeps its low bits as a filter,
@@ -102,9 +103,15 @@ public sealed unsafe class Table
         _slots.AsSpan().Clear();
     }
 
-    /// <summary>The rows in use: loaded, inserted, or reserved by an insert that may yet abort
-    /// (an insert that did not commit gives its row back).</summary>
+    /// <summary>The rows in use: loaded, inserted, reserved by an insert that may yet abort, or
+    /// retired by one that aborted after claiming its key (a refused insert gives its row back).</summary>
     public int Count => Math.Clamp(Volatile.Read(ref _count) - Volatile.Read(ref _freeCount), 0, Capacity);
+
+    /// <summary>Rows retired: their insert claimed its key and then aborted, and the claim's
+    /// tombstone keeps the row from being reused (<see cref="Retract"/>).</summary>
+    internal int Retired => Volatile.Read(ref _retired);
+
+    int _retired;
 
     /// <summary>Rows below this number have been handed out at some time (some may be free
     /// again, and reachable by no key): the bound for a walk over the rows.</summary>
@@ -252,11 +259,10 @@ public sealed unsafe class Table
         return row;
     }
 
-    /// <summary>Gives back a row that was <see cref="Reserve"/>d or allocated and never became
-    /// reachable (its insert did not commit, and its claim, if it made one, was retracted): it is
-    /// cleared, header and payload, and the next <see cref="Reserve"/> may take it. A claimer that
-    /// read the claim before its retraction reads the row's key again each time round its probe,
-    /// so a key the row gets next only sends it past a slot that is a tombstone by then.</summary>
+    /// <summary>Gives back a row that was <see cref="Reserve"/>d or allocated and whose key was never
+    /// claimed (a retracted claim's row stays retired: <see cref="Retract"/>): it is
+    /// cleared, header and payload, and the next <see cref="Reserve"/> may take it. No slot names it,
+    /// so no probe reads it.</summary>
     internal void Release(int row)
     {
         Debug.Assert((uint)row < (uint)RowsEverUsed, $"table {Name}: row {row} released but never handed out");
@@ -359,11 +365,14 @@ public sealed unsafe class Table
         Volatile.Write(ref _slots[slot], entry & ~DarkBit); // only the claimer writes a dark slot
     }
 
-    /// <summary>Undoes a <see cref="Claim"/>: the key is free again, the row never reachable.</summary>
+    /// <summary>Undoes a <see cref="Claim"/>: the key is free again, the row never reachable, and
+    /// retired: the slot stays a tombstone, and a table keeps more slots than rows only while
+    /// each slot that is not empty keeps a row of its own.</summary>
     internal void Retract(int slot)
     {
         Debug.Assert((Volatile.Read(ref _slots[slot]) & DarkBit) != 0, $"table {Name}: slot {slot} retracted without a claim");
         Volatile.Write(ref _slots[slot], Tombstone);
+        Interlocked.Increment(ref _retired);
     }
 
     /// <summary>Loads a row with this key (single-threaded load phase); throws if full or duplicate.</summary>

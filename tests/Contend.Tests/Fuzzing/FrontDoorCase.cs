@@ -55,7 +55,7 @@ public sealed record FrontDoorCase(string Protocol, int Workers, int? DeadlineMs
         from attempts in Gen.Frequency((3, Gen.Const((int?)null)), (1, Gen.Int[1, 4].Select(n => (int?)n)))
         from queue in Gen.Int[1, 64]
         from whenFull in Gen.OneOf(WhenQueueFull.Wait, WhenQueueFull.Refuse)
-        from accounts in Gen.Int[2, 8]
+        from accounts in Gen.Frequency((3, Gen.Int[2, 3]), (1, Gen.Int[4, 8])) // few accounts: more calls meet on one row
         from loaded in Gen.Int[0, 6]
         from capacity in Gen.Int[loaded + 1, loaded + 24]
         from calls in Call(accounts, loaded).Array[1, 48]

@@ -80,7 +80,8 @@ public static class FrontDoorFuzzer
             if (await Task.WhenAny(all, Task.Delay(Bound)) != all)
             {
                 var open = Enumerable.Range(0, calls.Length).Where(i => !calls[i].IsCompleted).Select(i => $"call {i}, {c.Calls[i]}");
-                throw new FuzzViolation($"calls did not end within {Bound.TotalSeconds} s: {string.Join("; ", open)}");
+                var done = Enumerable.Range(0, calls.Length).Where(i => calls[i].IsCompleted).Select(i => $"{i}: {Describe(calls[i].Result)}");
+                throw new FuzzViolation($"calls did not end within {Bound.TotalSeconds} s: {string.Join("; ", open)} (the others ended: {string.Join("; ", done)})");
             }
             bool disposed = disposal is not null;
             for (int i = 0; i < calls.Length; i++)
@@ -103,6 +104,8 @@ public static class FrontDoorFuzzer
         if (broken is not null) throw new FuzzViolation($"{broken.GetType().Name}: {broken.Message}{(ended ? "" : "; then " + stuck)}\n{broken}");
         if (!ended) throw new FuzzViolation(stuck);
     }
+
+    static string Describe(Ended ended) => ended.Error is { } e ? e.GetType().Name : ended.Outcome!.Value is var o && o.Committed ? "Committed" : $"{ended.Outcome!.Value.Outcome} {ended.Outcome.Value.Reason}";
 
     /// <summary>How a call ended: its outcome, or what its task threw.</summary>
     public readonly record struct Ended(TxnOutcome? Outcome, Exception? Error, bool Cancelled, long[] Results);
@@ -213,9 +216,9 @@ public static class FrontDoorFuzzer
             }
         foreach (long key in inserted)
             if (!bank.EntryHolds(key)) throw new FuzzViolation($"the committed entry with key {key} is not in the ledger whole");
-        int rows = bank.Ledger.Count;
+        int rows = bank.Ledger.Count - bank.Ledger.Retired;
         if (rows != c.LoadedEntries + inserted.Count)
-            throw new FuzzViolation($"the ledger uses {rows} rows for {c.LoadedEntries} loaded and {inserted.Count} committed entries: a refused or aborted insert kept its row");
+            throw new FuzzViolation($"the ledger uses {rows} rows ({bank.Ledger.Retired} more retired by aborts after a claim) for {c.LoadedEntries} loaded and {inserted.Count} committed entries: a refused insert kept its row");
         var report = SerializabilityChecker.Check(engine.History());
         if (!report.Serializable) throw new FuzzViolation($"the history is not serializable: {report.Anomalies.FirstOrDefault()?.Description}");
     }
