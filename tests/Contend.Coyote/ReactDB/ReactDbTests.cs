@@ -195,7 +195,17 @@ public static class ReactDbTests
             long here = await call.CallAsync(a2, Deposit, new long[] { 0, 1 });
             return here + await call.CallAsync(a2, Deposit, new long[] { 1, 1 });
         });
-        var r = await engine.ExecuteAsync(a0, nested, default);
+        ReactorResult r;
+        try
+        {
+            r = await engine.ExecuteAsync(a0, nested, default);
+        }
+        catch (ReactorCallCycleException cycle)
+        {
+            // The twin's queued callee meets its own caller's context: the engine names that as a call cycle.
+            Specification.Assert(false, $"ConservativeAbortInv: a root with only same-container calls ended on the conservative abort, as a call cycle ({cycle.Chain})");
+            return;
+        }
         var report = await Quiesce(engine);
         AssertSerializable(report);
         Specification.Assert(r.Outcome.Committed, $"ConservativeAbortInv: a root with only same-container calls ended {r.Outcome.Outcome} ({r.Outcome.Reason})");
