@@ -118,13 +118,11 @@ int Fuzz(string[] args)
     string commit = Run("git", ["rev-parse", "--short", "HEAD"]).Output.Trim();
     var cases = Regex.Match(run.Output, @"long run: (\d+) cases");
     var seed = Regex.Match(run.Output, @"seed[:= ""]+([A-Za-z0-9_-]{8,})");
-    string line = System.Text.Json.JsonSerializer.Serialize(new
-    {
-        date = DateTime.UtcNow.ToString("yyyy-MM-dd"), commit, machine = $"{Environment.ProcessorCount} cores",
-        command = $"dotnet run build/Build.cs -- fuzz {seconds}", seconds = Math.Round(clock.Elapsed.TotalSeconds),
-        cases = cases.Success ? int.Parse(cases.Groups[1].Value) : (int?)null, failed = run.Code != 0,
-        seed = run.Code != 0 && seed.Success ? seed.Groups[1].Value : null,
-    });
+    static string Text(string? value) => value is null ? "null" : $"\"{System.Text.Json.JsonEncodedText.Encode(value)}\"";
+    string line = $"{{\"date\":{Text(DateTime.UtcNow.ToString("yyyy-MM-dd"))},\"commit\":{Text(commit)},\"machine\":{Text($"{Environment.ProcessorCount} cores")}," +
+                  $"\"command\":{Text($"dotnet run build/Build.cs -- fuzz {seconds}")},\"seconds\":{Math.Round(clock.Elapsed.TotalSeconds)}," +
+                  $"\"cases\":{(cases.Success ? cases.Groups[1].Value : "null")},\"failed\":{(run.Code != 0 ? "true" : "false")}," +
+                  $"\"seed\":{Text(run.Code != 0 && seed.Success ? seed.Groups[1].Value : null)}}}";
     string data = Path.Combine(root, "docs", "measured", "data");
     Directory.CreateDirectory(data);
     File.AppendAllText(Path.Combine(data, "fuzz.ndjson"), line + "\n");
