@@ -56,40 +56,56 @@ public static class FrontDoorFuzzer
             QueueCapacity = c.QueueCapacity, WhenQueueFull = c.WhenFull,
         };
         var engine = new ContendEngine(bank.Db, options);
-        var calls = new Task<Ended>[c.Calls.Length];
+        await Drive(c.Calls, call => call.CancelAfterMs, (call, cancel) => Call(engine, bank, call, cancel), c.DisposeAfter, engine, async (calls, disposed) =>
+        {
+            for (int i = 0; i < calls.Length; i++)
+            {
+                Allowed(c, i, calls[i], disposed);
+                tally?.Add(calls[i]);
+            }
+            if (!disposed) await Quiesced(c, engine, bank, calls);
+        });
+    }
+
+    /// <summary>
+    /// What a case of either front door does with its calls: makes them all at once, each with
+    /// its cancellation, disposes the engine after call <paramref name="disposeAfter"/> (never
+    /// when it is negative), waits for every call within <see cref="Bound"/>, then hands their
+    /// endings to <paramref name="check"/> (told whether the engine was disposed), and at the end
+    /// disposes the engine, which must end within the bound too. What breaks first is what the
+    /// failure names; a disposal that then hangs is said after it.
+    /// </summary>
+    internal static async Task Drive<TCall>(IReadOnlyList<TCall> calls, Func<TCall, int> cancelAfterMs, Func<TCall, CancellationToken, Task<Ended>> start,
+                                            int disposeAfter, IAsyncDisposable engine, Func<Ended[], bool, Task> check) where TCall : notnull
+    {
+        var running = new Task<Ended>[calls.Count];
         var cancels = new List<CancellationTokenSource>();
         Task? disposal = null;
         Exception? broken = null;
         try
         {
-            for (int i = 0; i < c.Calls.Length; i++)
+            for (int i = 0; i < calls.Count; i++)
             {
-                if (i == c.DisposeAfter) disposal = engine.DisposeAsync().AsTask();
-                var call = c.Calls[i];
-                CancellationTokenSource? cancel = call.CancelAfterMs < 0 ? null : new CancellationTokenSource();
+                if (i == disposeAfter) disposal = engine.DisposeAsync().AsTask();
+                int after = cancelAfterMs(calls[i]);
+                CancellationTokenSource? cancel = after < 0 ? null : new CancellationTokenSource();
                 if (cancel is not null)
                 {
                     cancels.Add(cancel);
-                    if (call.CancelAfterMs == 0) cancel.Cancel();
-                    else cancel.CancelAfter(call.CancelAfterMs);
+                    if (after == 0) cancel.Cancel();
+                    else cancel.CancelAfter(after);
                 }
-                calls[i] = Call(engine, bank, call, cancel?.Token ?? default);
+                running[i] = start(calls[i], cancel?.Token ?? default);
             }
-            if (c.DisposeAfter >= c.Calls.Length) disposal = engine.DisposeAsync().AsTask();
-            var all = Task.WhenAll(calls);
+            if (disposeAfter >= calls.Count) disposal = engine.DisposeAsync().AsTask();
+            var all = Task.WhenAll(running);
             if (await Task.WhenAny(all, Task.Delay(Bound)) != all)
             {
-                var open = Enumerable.Range(0, calls.Length).Where(i => !calls[i].IsCompleted).Select(i => $"call {i}, {c.Calls[i]}");
-                var done = Enumerable.Range(0, calls.Length).Where(i => calls[i].IsCompleted).Select(i => $"{i}: {Describe(calls[i].Result)}");
+                var open = Enumerable.Range(0, running.Length).Where(i => !running[i].IsCompleted).Select(i => $"call {i}, {calls[i]}");
+                var done = Enumerable.Range(0, running.Length).Where(i => running[i].IsCompleted).Select(i => $"{i}: {Describe(running[i].Result)}");
                 throw new FuzzViolation($"calls did not end within {Bound.TotalSeconds} s: {string.Join("; ", open)} (the others ended: {string.Join("; ", done)})");
             }
-            bool disposed = disposal is not null;
-            for (int i = 0; i < calls.Length; i++)
-            {
-                Allowed(c, i, calls[i].Result, disposed);
-                tally?.Add(calls[i].Result);
-            }
-            if (!disposed) await Quiesced(c, engine, bank, calls);
+            await check([.. running.Select(t => t.Result)], disposal is not null);
         }
         catch (Exception e)
         {
@@ -98,7 +114,6 @@ public static class FrontDoorFuzzer
         disposal ??= engine.DisposeAsync().AsTask();
         bool ended = await Task.WhenAny(disposal, Task.Delay(Bound)) == disposal;
         foreach (var cancel in cancels) cancel.Dispose();
-        // What broke first is what the failure names; a disposal that then hangs is said after it.
         string stuck = ended ? "" : $"the engine's disposal did not end within {Bound.TotalSeconds} s";
         if (broken is FuzzViolation v) throw new FuzzViolation(ended ? v.Message : $"{v.Message}; then {stuck}");
         if (broken is not null) throw new FuzzViolation($"{broken.GetType().Name}: {broken.Message}{(ended ? "" : "; then " + stuck)}\n{broken}");
@@ -197,7 +212,7 @@ public static class FrontDoorFuzzer
     }
 
     /// <summary>After every call has ended, with the engine still serving.</summary>
-    static async Task Quiesced(FrontDoorCase c, ContendEngine engine, FuzzBank bank, Task<Ended>[] calls)
+    static async Task Quiesced(FrontDoorCase c, ContendEngine engine, FuzzBank bank, Ended[] calls)
     {
         using var patience = new CancellationTokenSource(Bound);
         var swept = await Alone(c, engine, bank.Sweep(), [], patience.Token);
@@ -208,7 +223,7 @@ public static class FrontDoorFuzzer
             throw new FuzzViolation($"after the calls the accounts hold {balances.Sum()} (audit {audit.Outcome}), not {c.Accounts * FuzzBank.Opening}");
         var inserted = new HashSet<long>();
         for (int i = 0; i < calls.Length; i++)
-            if (c.Calls[i].Program == FuzzProgram.Post && calls[i].Result.Outcome is { Committed: true })
+            if (c.Calls[i].Program == FuzzProgram.Post && calls[i].Outcome is { Committed: true })
             {
                 foreach (long key in c.Calls[i].Args[1..3])
                     if (!inserted.Add(key) || key < c.LoadedEntries)

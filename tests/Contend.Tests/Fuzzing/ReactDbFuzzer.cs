@@ -21,64 +21,25 @@ public static class ReactDbFuzzer
         {
             ExecutorsPerContainer = c.Executors, MaxAttempts = c.MaxAttempts, MaxRootsInFlight = c.MaxRoots, RecordHistory = true, Name = "fuzz",
         }, c.ThrowingLogger ? new ThrowingLogger() : null);
-        var calls = new Task<FrontDoorFuzzer.Ended>[c.Calls.Length];
-        var cancels = new List<CancellationTokenSource>();
-        Task? disposal = null;
         var bound = FrontDoorFuzzer.Bound;
-        Exception? broken = null;
-        try
+        await FrontDoorFuzzer.Drive(c.Calls, call => call.CancelAfterMs, (call, cancel) => Call(engine, bank, call, cancel), c.DisposeAfter, engine, async (calls, disposed) =>
         {
-            for (int i = 0; i < c.Calls.Length; i++)
-            {
-                if (i == c.DisposeAfter) disposal = engine.DisposeAsync().AsTask();
-                var call = c.Calls[i];
-                CancellationTokenSource? cancel = call.CancelAfterMs < 0 ? null : new CancellationTokenSource();
-                if (cancel is not null)
-                {
-                    cancels.Add(cancel);
-                    if (call.CancelAfterMs == 0) cancel.Cancel();
-                    else cancel.CancelAfter(call.CancelAfterMs);
-                }
-                calls[i] = Call(engine, bank, call, cancel?.Token ?? default);
-            }
-            if (c.DisposeAfter >= c.Calls.Length) disposal = engine.DisposeAsync().AsTask();
-            var all = Task.WhenAll(calls);
-            if (await Task.WhenAny(all, Task.Delay(bound)) != all)
-            {
-                var open = Enumerable.Range(0, calls.Length).Where(i => !calls[i].IsCompleted).Select(i => $"call {i}, {c.Calls[i]}");
-                throw new FuzzViolation($"calls did not end within {bound.TotalSeconds} s: {string.Join("; ", open)}");
-            }
-            bool disposed = disposal is not null;
             for (int i = 0; i < calls.Length; i++)
             {
-                Allowed(c, i, calls[i].Result, disposed);
-                tally?.Add(calls[i].Result);
+                Allowed(c, i, calls[i], disposed);
+                tally?.Add(calls[i]);
             }
             // A logger that throws may have failed the engine with the last call: then there is nothing to audit.
             bool mayHaveFailed = c.ThrowingLogger && c.Calls.Any(other => other.Function == ReactorFuzzFunction.Transfer && other.Args[4] == FuzzMode.Throw);
-            if (!disposed && !mayHaveFailed)
-            {
-                if (engine.ContextsHeld() is int held and > 0) throw new FuzzViolation($"after every call ended, {held} contexts are still held");
-                var audit = await engine.ExecuteAsync(bank.Deployment.Reactors[0], bank[ReactorFuzzFunction.Audit], default).AsTask().WaitAsync(bound);
-                long total = c.Reactors * ReactDbCase.Rows * ReactDbCase.Opening;
-                if (!audit.Outcome.Committed || audit.Value != total)
-                    throw new FuzzViolation($"after the calls an audit ended {audit.Outcome.Outcome} and saw {audit.Value}, not {total}");
-                var report = SerializabilityChecker.Check(engine.History());
-                if (!report.Serializable) throw new FuzzViolation($"the history is not serializable: {report.Anomalies.FirstOrDefault()?.Description}");
-            }
-        }
-        catch (Exception e)
-        {
-            broken = e;
-        }
-        disposal ??= engine.DisposeAsync().AsTask();
-        bool ended = await Task.WhenAny(disposal, Task.Delay(bound)) == disposal;
-        foreach (var cancel in cancels) cancel.Dispose();
-        // What broke first is what the failure names; a disposal that then hangs is said after it.
-        string stuck = ended ? "" : $"the engine's disposal did not end within {bound.TotalSeconds} s";
-        if (broken is FuzzViolation v) throw new FuzzViolation(ended ? v.Message : $"{v.Message}; then {stuck}");
-        if (broken is not null) throw new FuzzViolation($"{broken.GetType().Name}: {broken.Message}{(ended ? "" : "; then " + stuck)}\n{broken}");
-        if (!ended) throw new FuzzViolation(stuck);
+            if (disposed || mayHaveFailed) return;
+            if (engine.ContextsHeld() is int held and > 0) throw new FuzzViolation($"after every call ended, {held} contexts are still held");
+            var audit = await engine.ExecuteAsync(bank.Deployment.Reactors[0], bank[ReactorFuzzFunction.Audit], default).AsTask().WaitAsync(bound);
+            long total = c.Reactors * ReactDbCase.Rows * ReactDbCase.Opening;
+            if (!audit.Outcome.Committed || audit.Value != total)
+                throw new FuzzViolation($"after the calls an audit ended {audit.Outcome.Outcome} and saw {audit.Value}, not {total}");
+            var report = SerializabilityChecker.Check(engine.History());
+            if (!report.Serializable) throw new FuzzViolation($"the history is not serializable: {report.Anomalies.FirstOrDefault()?.Description}");
+        });
     }
 
     /// <summary>The reactor a call's root runs on: a chain starts at its first reactor.</summary>
