@@ -112,10 +112,10 @@ int Chain(Func<int> first, Func<int> then)
 int Fuzz(string[] args)
 {
     int seconds = args.Length > 0 && int.TryParse(args[0], out int s) && s > 0 ? s : 600;
+    string commit = Run("git", ["rev-parse", "--short", "HEAD"]).Output.Trim(); // the code built, not what HEAD is by the end
     var clock = Stopwatch.StartNew();
     var run = Run("dotnet", ["test", "tests/Contend.Tests", "-c", "Release", "--no-build", "--nologo", "--filter", "Category=FuzzLong",
                              "--logger", "console;verbosity=detailed"], ("CONTEND_FUZZ_SECONDS", seconds.ToString()));
-    string commit = Run("git", ["rev-parse", "--short", "HEAD"]).Output.Trim();
     var cases = Regex.Match(run.Output, @"long run: (\d+) cases");
     var seed = Regex.Match(run.Output, @"seed[:= ""]+([A-Za-z0-9_-]{8,})");
     static string Text(string? value) => value is null ? "null" : $"\"{System.Text.Json.JsonEncodedText.Encode(value)}\"";
