@@ -37,7 +37,7 @@ public sealed class Bank
         return balance;
     };
 
-    static readonly OpBody Read = (row, _, _) => BinaryPrimitives.ReadInt64LittleEndian(row);
+    static readonly ReadBody Read = (row, _, _) => BinaryPrimitives.ReadInt64LittleEndian(row);
 
     Bank(Database db, int accounts, long opening)
     {

@@ -98,7 +98,7 @@ public static class InsertTests
         Specification.Assert(report.Serializable, $"{protocolName}: history not serializable: {report.Anomalies.FirstOrDefault()}");
     }
 
-    static long Value(Span<byte> row) => BinaryPrimitives.ReadInt64LittleEndian(row);
+    static long Value(ReadOnlySpan<byte> row) => BinaryPrimitives.ReadInt64LittleEndian(row);
 
     static long Add(Span<byte> row, long delta)
     {

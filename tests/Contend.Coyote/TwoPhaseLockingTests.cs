@@ -104,7 +104,7 @@ public static class TwoPhaseLockingTests
         Specification.Assert(total == 0, $"{protocolName}: the rows sum to {total}, not 0 (not serializable)");
     }
 
-    static long Value(Span<byte> row) => BinaryPrimitives.ReadInt64LittleEndian(row);
+    static long Value(ReadOnlySpan<byte> row) => BinaryPrimitives.ReadInt64LittleEndian(row);
 
     static long Add(Span<byte> row, long delta)
     {

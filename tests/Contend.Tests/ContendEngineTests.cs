@@ -23,7 +23,7 @@ public class ContendEngineTests
     const int Callers = 8, TransfersPerCaller = 1_000, Window = 16;
     internal static readonly TimeSpan Patience = TimeSpan.FromSeconds(60);
 
-    static readonly OpBody ReadBalance = (row, _, _) => BinaryPrimitives.ReadInt64LittleEndian(row);
+    static readonly ReadBody ReadBalance = (row, _, _) => BinaryPrimitives.ReadInt64LittleEndian(row);
 
     internal static readonly OpBody Explode = (_, _, _) => throw new InvalidOperationException("boom");
 
@@ -360,14 +360,14 @@ public class ContendEngineTests
         /// <summary>Submits the holding transaction and returns once a worker runs it.</summary>
         public HeldWorker(ContendEngine engine, Database db, bool writes = false)
         {
-            OpBody wait = (_, _, _) =>
+            long Wait()
             {
                 _entered.Set();
                 return _open.Wait(Patience) ? 0 : throw new TimeoutException("the gate was never opened");
-            };
+            }
             var builder = new ProgramBuilder("gate", db, 1);
-            var gate = (writes ? builder.Write("wait", "account", KeySource.FromArg(0), wait)
-                               : builder.Read("wait", "account", KeySource.FromArg(0), wait)).Build();
+            var gate = (writes ? builder.Write("wait", "account", KeySource.FromArg(0), (_, _, _) => Wait())
+                               : builder.Read("wait", "account", KeySource.FromArg(0), (_, _, _) => Wait())).Build();
             Gate = engine.ExecuteAsync(gate, [0]).AsTask();
             Assert.True(_entered.Wait(Patience), "the gate's transaction never ran");
         }

@@ -7,7 +7,7 @@ namespace Contend.Tests;
 
 public class ProgramBuilderTests
 {
-    static readonly OpBody Nothing = (row, a, r) => 0;
+    static readonly ReadBody Nothing = (row, a, r) => 0;
     static readonly KeyFunction FromFirst = (a, r) => r[0];
 
     static Database Db()
@@ -15,6 +15,31 @@ public class ProgramBuilderTests
         var db = new Database();
         db.Create("t", 8, 4);
         return db;
+    }
+
+    [Fact]
+    public void AReadBodySeesItsRowReadOnly()
+    {
+        // A read holds no write lock and saves no before-image, so a write through its span would be
+        // kept by a commit and missed by an abort: the span it gets is read-only, for every read body.
+        foreach (var method in typeof(ProgramBuilder).GetMethods().Where(m => m.Name is "Read" or "ReadOrWrite"))
+        {
+            var readBody = method.GetParameters().First(p => p.Name is "body" or "readBody").ParameterType;
+            Assert.Equal(typeof(ReadBody), readBody);
+            Assert.Equal(typeof(ReadOnlySpan<byte>), readBody.GetMethod("Invoke")!.GetParameters()[0].ParameterType);
+        }
+    }
+
+    [Fact]
+    public void AMissingBodyIsRefusedNamingTheOp()
+    {
+        using var db = Db();
+        var read = Assert.Throws<ArgumentNullException>(() => new ProgramBuilder("p", db, 1).Read("look", "t", KeySource.FromArg(0), null!));
+        Assert.Equal("body", read.ParamName);
+        Assert.Contains("program p, op look", read.Message);
+        var write = Assert.Throws<ArgumentNullException>(() => new ProgramBuilder("p", db, 2).ReadOrWrite("either", "t", KeySource.FromArg(0), 1, Nothing, null!));
+        Assert.Equal("writeBody", write.ParamName);
+        Assert.Contains("op either", write.Message);
     }
 
     [Fact]

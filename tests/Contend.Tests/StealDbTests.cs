@@ -93,7 +93,7 @@ public class StealDbTests
         var db = new Database();
         var table = db.Create("account", sizeof(long), 4);
         for (int k = 0; k < 4; k++) table.Load(k);
-        OpBody read = (row, a, r) => BinaryPrimitives.ReadInt64LittleEndian(row);
+        ReadBody read = (row, a, r) => BinaryPrimitives.ReadInt64LittleEndian(row);
         OpBody add = (row, a, r) =>
         {
             BinaryPrimitives.WriteInt64LittleEndian(row, BinaryPrimitives.ReadInt64LittleEndian(row) + 1);

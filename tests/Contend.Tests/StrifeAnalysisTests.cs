@@ -39,7 +39,7 @@ public class StrifeAnalysisTests
         return v;
     }
 
-    static long Read(Span<byte> row, ReadOnlySpan<long> args, ReadOnlySpan<long> results) => BinaryPrimitives.ReadInt64LittleEndian(row);
+    static long Read(ReadOnlySpan<byte> row, ReadOnlySpan<long> args, ReadOnlySpan<long> results) => BinaryPrimitives.ReadInt64LittleEndian(row);
 
     /// <summary>A database whose table "rec" holds keys 0 to 7.</summary>
     static Database EightRows()

@@ -35,7 +35,7 @@ public readonly struct KeySource
 /// </summary>
 public sealed class ProgramBuilder(string name, Database db, int argCount)
 {
-    sealed record Draft(string Name, string Table, AccessMode Mode, int ModeArg, KeySource Key, string[] ValueDeps, OpBody Body, OpBody? WriteBody = null);
+    sealed record Draft(string Name, string Table, AccessMode Mode, int ModeArg, KeySource Key, string[] ValueDeps, ReadBody? Reader, OpBody? Writer);
 
     readonly List<Draft> _drafts = new();
     readonly List<string> _neverAbort = new();
@@ -49,17 +49,17 @@ public sealed class ProgramBuilder(string name, Database db, int argCount)
     /// <param name="key">where the key comes from</param>
     /// <param name="body">reads the row's payload, returns the op's result or <see cref="TxnProgram.UserAbort"/></param>
     /// <param name="valueDeps">ops whose results the body reads</param>
-    public ProgramBuilder Read(string op, string table, KeySource key, OpBody body, params string[] valueDeps) =>
-        Add(new Draft(op, table, AccessMode.Read, -1, key, valueDeps, body));
+    public ProgramBuilder Read(string op, string table, KeySource key, ReadBody body, params string[] valueDeps) =>
+        Add(new Draft(op, table, AccessMode.Read, -1, key, valueDeps, body, null));
 
     /// <summary>An op that writes the row with the key <paramref name="key"/> gives: its body
     /// changes the payload in place (undone if the transaction aborts).</summary>
     /// <inheritdoc cref="Read" path="/param"/>
     public ProgramBuilder Write(string op, string table, KeySource key, OpBody body, params string[] valueDeps) =>
-        Add(new Draft(op, table, AccessMode.Write, -1, key, valueDeps, body));
+        Add(new Draft(op, table, AccessMode.Write, -1, key, valueDeps, null, body));
 
     /// <summary>An op that reads or writes as args[modeArg] says (nonzero: write), with a body for each.</summary>
-    public ProgramBuilder ReadOrWrite(string op, string table, KeySource key, int modeArg, OpBody readBody, OpBody writeBody, params string[] valueDeps) =>
+    public ProgramBuilder ReadOrWrite(string op, string table, KeySource key, int modeArg, ReadBody readBody, OpBody writeBody, params string[] valueDeps) =>
         Add(new Draft(op, table, AccessMode.ReadOrWrite, modeArg, key, valueDeps, readBody, writeBody));
 
     /// <summary>An op that inserts a row with the key <paramref name="key"/> gives, its body
@@ -67,7 +67,7 @@ public sealed class ProgramBuilder(string name, Database db, int argCount)
     /// the table ends the transaction <see cref="Protocols.AbortReason.DuplicateKey"/>.</summary>
     /// <inheritdoc cref="Read" path="/param"/>
     public ProgramBuilder Insert(string op, string table, KeySource key, OpBody body, params string[] valueDeps) =>
-        Add(new Draft(op, table, AccessMode.Insert, -1, key, valueDeps, body));
+        Add(new Draft(op, table, AccessMode.Insert, -1, key, valueDeps, null, body));
 
     /// <summary>Declares that no body of the program returns <see cref="TxnProgram.UserAbort"/>
     /// (its logic may still abort on a missing key). A body that does anyway throws when it runs.
@@ -92,6 +92,10 @@ public sealed class ProgramBuilder(string name, Database db, int argCount)
 
     ProgramBuilder Add(Draft d)
     {
+        if (d.Mode != AccessMode.Write && d.Mode != AccessMode.Insert && d.Reader is null)
+            throw new ArgumentNullException(d.Mode == AccessMode.Read ? "body" : "readBody", $"program {name}, op {d.Name}: has no read body");
+        if (d.Mode != AccessMode.Read && d.Writer is null)
+            throw new ArgumentNullException(d.Mode == AccessMode.ReadOrWrite ? "writeBody" : "body", $"program {name}, op {d.Name}: has no body");
         _drafts.Add(d);
         return this;
     }
@@ -145,7 +149,7 @@ public sealed class ProgramBuilder(string name, Database db, int argCount)
             {
                 Name = d.Name, Index = i, TableId = table.Id, Mode = d.Mode, ModeArg = d.ModeArg,
                 KeyArg = d.Key.Fn is null ? d.Key.Arg : -1, KeyFn = d.Key.Fn,
-                KeyDeps = keyDeps, ValueDeps = valueDeps, Body = d.Body, WriteBody = d.WriteBody,
+                KeyDeps = keyDeps, ValueDeps = valueDeps, Reader = d.Reader, Writer = d.Writer,
                 NeverAborts = !_bodiesMayAbort || _neverAbort.Contains(d.Name),
             };
         }

@@ -18,11 +18,18 @@ internal enum AccessMode : byte
 public delegate long KeyFunction(ReadOnlySpan<long> args, ReadOnlySpan<long> results);
 
 /// <summary>
-/// An op's logic over its row. Returns the op's result (readable by later ops), or
-/// <see cref="TxnProgram.UserAbort"/> to abort the transaction as its logic demands.
-/// A write body may change <paramref name="row"/>; a read body must not.
+/// The logic of an op that writes or inserts its row: it may change <paramref name="row"/> in
+/// place. Returns the op's result (readable by later ops), or <see cref="TxnProgram.UserAbort"/>
+/// to abort the transaction as its logic demands.
 /// </summary>
 public delegate long OpBody(Span<byte> row, ReadOnlySpan<long> args, ReadOnlySpan<long> results);
+
+/// <summary>
+/// The logic of an op that reads its row: it sees the row and cannot change it. Returns the
+/// op's result (readable by later ops), or <see cref="TxnProgram.UserAbort"/> to abort the
+/// transaction as its logic demands.
+/// </summary>
+public delegate long ReadBody(ReadOnlySpan<byte> row, ReadOnlySpan<long> args, ReadOnlySpan<long> results);
 
 /// <summary>One operation of a program: a node of its DAG.</summary>
 internal sealed class Op
@@ -40,17 +47,18 @@ internal sealed class Op
     public required int[] KeyDeps { get; init; }
     /// <summary>v-dependencies: ops whose results the body reads.</summary>
     public required int[] ValueDeps { get; init; }
-    public required OpBody Body { get; init; }
-    /// <summary>For <see cref="AccessMode.ReadOrWrite"/>: the body when the instance writes.</summary>
-    public OpBody? WriteBody { get; init; }
+    /// <summary>The body when the instance reads (<see cref="AccessMode.Read"/>, and
+    /// <see cref="AccessMode.ReadOrWrite"/> when args say read); a read-only span, so that a read
+    /// cannot change a row it holds no write lock on.</summary>
+    public ReadBody? Reader { get; init; }
+    /// <summary>The body when the instance writes or inserts.</summary>
+    public OpBody? Writer { get; init; }
     /// <summary>Declared never to return <see cref="TxnProgram.UserAbort"/> (<see cref="ProgramBuilder.NeverAborts"/>,
     /// or every op by <see cref="ProgramBuilder.BodiesNeverAbort"/>).</summary>
     public bool NeverAborts { get; init; }
 
     public long ResolveKey(ReadOnlySpan<long> args, ReadOnlySpan<long> results) =>
         KeyArg >= 0 ? args[KeyArg] : KeyFn!(args, results);
-
-    public OpBody BodyFor(bool write) => write && WriteBody is not null ? WriteBody : Body;
 
     public bool Writes(ReadOnlySpan<long> args) => Mode switch
     {
@@ -128,7 +136,7 @@ public sealed class TxnProgram
     /// declaration is a bug in the program, and throws rather than leave a half-written row.</summary>
     internal long RunBody(Op op, bool write, Span<byte> row, ReadOnlySpan<long> args, ReadOnlySpan<long> results)
     {
-        long result = op.BodyFor(write)(row, args, results);
+        long result = write ? op.Writer!(row, args, results) : op.Reader!(row, args, results);
         if (result == UserAbort && op.NeverAborts) ThrowAbortedThoughNeverAborts(op);
         return result;
     }

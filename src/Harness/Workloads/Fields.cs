@@ -9,7 +9,7 @@ namespace Contend.Harness.Workloads;
 /// YCSB worker's samples under Strife), a lambda's is a plain instance call.</remarks>
 internal static class Fields
 {
-    public static readonly OpBody ReadFirst = (row, args, results) => BinaryPrimitives.ReadInt64LittleEndian(row);
+    public static readonly ReadBody ReadFirst = (row, args, results) => BinaryPrimitives.ReadInt64LittleEndian(row);
 
     public static readonly OpBody IncrementFirst = (row, args, results) =>
     {

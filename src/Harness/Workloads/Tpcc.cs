@@ -159,7 +159,7 @@ internal sealed class Tpcc(int warehouses, bool inserts, int orderCapacity, bool
         for (int i = 0; i < values.Length; i++) BinaryPrimitives.WriteInt64LittleEndian(row[((field + i) * 8)..], values[i]);
     }
 
-    static long Get(Span<byte> row, int field) => BinaryPrimitives.ReadInt64LittleEndian(row[(field * 8)..]);
+    static long Get(ReadOnlySpan<byte> row, int field) => BinaryPrimitives.ReadInt64LittleEndian(row[(field * 8)..]);
 
     static void Add(Span<byte> row, int field, long delta) => Set(row, field, Get(row, field) + delta);
 
