@@ -119,6 +119,33 @@ public class ProtocolRegistryTests
         Assert.True((await noWait.ExecuteAsync(again, [0])).Committed);
     }
 
+    /// <summary>Ordered locks every row before any op runs: a key computed from an earlier op's
+    /// result is refused before the program runs, naming it; WaitDie runs the same program.</summary>
+    [Theory]
+    [InlineData("Ordered", false)]
+    [InlineData("WaitDie", true)]
+    public async Task AKeyFromAResultIsRefusedByOrderedBeforeItRuns(string protocol, bool runs)
+    {
+        var db = new Database();
+        var table = db.Create("t", 8, 2);
+        table.Load(0);
+        table.Load(1);
+        var chained = new ProgramBuilder("chained", db, 1)
+            .Read("first", "t", KeySource.FromArg(0), (_, _, _) => 1)
+            .Write("second", "t", KeySource.Computed((_, r) => r[0], "first"), (_, _, _) => 0)
+            .Build();
+        await using var engine = new ContendEngine(db, new EngineOptions { Protocol = protocol, Workers = 1 });
+        if (runs)
+        {
+            engine.Check(chained);
+            Assert.True((await engine.ExecuteAsync(chained, [0])).Committed);
+            return;
+        }
+        var refused = Assert.Throws<ArgumentException>(() => engine.Check(chained));
+        Assert.Contains("protocol Ordered cannot run it: program chained computes keys from earlier ops' results", refused.Message);
+        Assert.Throws<ArgumentException>(() => { _ = engine.ExecuteAsync(chained, [0]); });
+    }
+
     [Fact]
     public void EveryDeclaredCounterIsAnInstrumentOfTheMeter()
     {

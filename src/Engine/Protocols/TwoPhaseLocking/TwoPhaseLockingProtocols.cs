@@ -15,7 +15,12 @@ internal static class TwoPhaseLockingProtocols
         ProtocolKind.PerTransaction, null, s => new WaitsFor(s), mutants: Mutants);
 
     public static readonly ProtocolDescriptor Ordered = new("Ordered", "2PL, every lock taken up front in key order, then wait",
-        ProtocolKind.PerTransaction, null, s => new Ordered(s), mutants: Mutants);
+        ProtocolKind.PerTransaction, null, s => new Ordered(s), mutants: Mutants, refuses: KeysFromResults);
+
+    /// <summary>Ordered takes every lock before any op runs, so each key must be known from the arguments alone.</summary>
+    static string? KeysFromResults(Programs.TxnProgram program) => program.HasKeyDependencies
+        ? $"program {program.Name} computes keys from earlier ops' results, so Ordered cannot take its locks up front"
+        : null;
 
     public static readonly ProtocolDescriptor Mcs = new("Mcs", "2PL on reader-writer MCS queue locks, abort on a detected deadlock or after a wait threshold",
         ProtocolKind.PerTransaction, typeof(McsOptions), s => new Mcs(s, s.Options as McsOptions ?? new McsOptions()), mutants: Mutants);
