@@ -10,7 +10,7 @@ var builder = WebApplication.CreateBuilder(new WebApplicationOptions { Args = ar
 int accounts = builder.Configuration.GetValue("Bank:Accounts", 16);
 long opening = builder.Configuration.GetValue("Bank:Opening", 1_000L);
 
-// README: embed begin
+// docs: embed begin
 // The engine: options from the "Contend" section, the accounts loaded and the programs built
 // once, started with the host and drained when it stops.
 builder.Services.AddContend((db, _) => Bank.Open(db, accounts, opening));
@@ -36,7 +36,7 @@ app.MapPost("/transfers", async (Transfer t, ContendEngine engine, Bank bank, Ca
         _ => Results.Conflict(new Refusal($"refused: {outcome.Reason}")), // not enough money
     };
 });
-// README: embed end
+// docs: embed end
 
 app.MapGet("/accounts/{id:long}", async (long id, ContendEngine engine, Bank bank, CancellationToken cancel) =>
 {

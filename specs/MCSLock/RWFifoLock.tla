@@ -5,7 +5,7 @@
 (* granted while no writer holds, so readers queued one after another are *)
 (* admitted together; a writer at the head waits until nobody holds.  A   *)
 (* reader that arrives behind a queued writer waits for it.  This is the  *)
-(* lock RWMCSLock.tla refines (issue 37: "readers admitted together, FIFO *)
+(* lock RWMCSLock.tla refines ("readers admitted together, FIFO           *)
 (* otherwise").  A queued request may be given up (Cancel).               *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences

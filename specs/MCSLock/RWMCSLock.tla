@@ -1,6 +1,6 @@
 ----------------------------- MODULE RWMCSLock -----------------------------
 (***************************************************************************)
-(* A reader-writer MCS queue lock (issue 37; the StealDB paper, seed 000, *)
+(* A reader-writer MCS queue lock (the StealDB paper, seed 000,           *)
 (* leaves reader-writer locks to future work in Section 6).  One word     *)
 (* holds the queue's tail and a count of the readers that hold the lock;  *)
 (* each waiter spins on its own context, as in MCSLock.tla.               *)

@@ -41,7 +41,7 @@ BlindRootOf == TRootOf @@ (uR :> uR) @@ (u1 :> uR)
 BlindReactorOf == TReactorOf @@ (uR :> RB) @@ (u1 :> RA)
 BlindOps == TOps @@ (uR :> << W("w"), CallOp(u1) >>) @@ (u1 :> << W("x") >>)
 
-\* Workload "overwritten" (the review of issue 9): T writes x on C1 and calls
+\* Workload "overwritten" (the spec's review): T writes x on C1 and calls
 \* a on C2 to write w; U, also on C1, reads and writes x.  T installs x on C1
 \* and unlocks it before it installs w on C2, so U can overwrite x while T is
 \* still in its write phase: the state in which SerializableInv once counted

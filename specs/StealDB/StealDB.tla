@@ -45,7 +45,7 @@
 (*    returns the previous tail, which is what STEALOP follows.  A         *)
 (*    transaction touches a record at most once (ASSUME below): a second   *)
 (*    lock context on a lock its transaction holds would wait on itself.   *)
-(*  - Reader-writer locks (issue 37; the paper's locks are exclusive and   *)
+(*  - Reader-writer locks (the paper's locks are exclusive and             *)
 (*    Section 6 leaves shared ones as future work): with SharedReads, an   *)
 (*    op that does not write locks its record shared, and a shared lock    *)
 (*    context is granted when every context ahead of it is shared          *)

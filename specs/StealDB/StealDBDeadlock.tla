@@ -1,6 +1,6 @@
 --------------------------- MODULE StealDBDeadlock ---------------------------
 (***************************************************************************)
-(* Deadlock detection for StealDB's queue locks (issue 37; the paper's     *)
+(* Deadlock detection for StealDB's queue locks (the paper's               *)
 (* Section 6 leaves it as future work, and C2's wait threshold is all      *)
 (* StealDB.tla has).  A detector aborts a waiting op only when it lies on  *)
 (* a cycle of the waits-for graph below, and the graph sees the waits the  *)

@@ -19,7 +19,7 @@ namespace Contend.Harness;
 /// figures of the model (message delays, lock waits, retries; an op's own work costs nothing),
 /// not of this machine's speed, and the same command gives the same figures anywhere.
 /// </summary>
-/// <remarks>Decision: <c>contend run --partitions</c>, as issue 33 names it, already means
+/// <remarks>Decision: <c>contend run --partitions</c>, as the cluster's design names it, already means
 /// YCSB's key ranges (Strife's study), so the cluster's knobs live in a command of their own.</remarks>
 internal static class ClusterCommand
 {

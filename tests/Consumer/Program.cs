@@ -1,10 +1,11 @@
+using Contend.Engine.Protocols.ReactDB;
+// docs: engine begin
 using System.Buffers.Binary;
 using Contend.Engine.Programs;
-using Contend.Engine.Protocols.ReactDB;
 using Contend.Engine.Runtime;
 using Contend.Engine.Storage;
 
-// Two accounts, one transfer through the packed engine, and what it left.
+// Two accounts of 1,000, a transfer of 250 and an overdraft of 5,000.
 var db = new Database();
 var accounts = db.Create("account", sizeof(long), capacity: 2);
 var opening = new byte[sizeof(long)];
@@ -30,13 +31,14 @@ var transfer = new ProgramBuilder("transfer", db, 3)
     .Write("deposit", "account", KeySource.FromArg(1), deposit)
     .Build();
 
-await using var engine = new ContendEngine(db, new EngineOptions { Protocol = args.FirstOrDefault() ?? "StealDB", Workers = 2, Pin = false });
+await using var engine = new ContendEngine(db, new EngineOptions { Protocol = "StealDB", Workers = 2 });
 var results = new long[2];
 var outcome = await engine.ExecuteAsync(transfer, [0, 1, 250], results);
 var refused = await engine.ExecuteAsync(transfer, [0, 1, 5_000]);
 Console.WriteLine($"transfer: {outcome.Outcome}, balances {results[0]} and {results[1]}; overdraft: {refused.Outcome} ({refused.Reason})");
+// docs: engine end
 
-// README: reactdb begin
+// docs: reactdb begin
 // The same transfer between two reactors in two containers: a root on alice's container and a
 // sub-transaction queued on bob's, committed by ReactDB's two-container commit.
 var mart = new Database();
@@ -56,7 +58,7 @@ await using var reactors = new ReactDbEngine(deployment, new ReactDbOptions());
 var paid = await reactors.ExecuteAsync(alice, pay, new long[] { 250 });
 var unpaid = await reactors.ExecuteAsync(alice, pay, new long[] { 5_000 });
 Console.WriteLine($"reactor transfer: {paid.Outcome.Outcome}, balances {paid.Value / 10_000} and {paid.Value % 10_000}; overdraft: {unpaid.Outcome.Outcome} ({unpaid.Outcome.Reason})");
-// README: reactdb end
+// docs: reactdb end
 return outcome.Committed && paid.Outcome.Committed ? 0 : 1;
 
 static long Add(Span<byte> row, long amount)

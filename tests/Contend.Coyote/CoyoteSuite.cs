@@ -13,7 +13,7 @@ namespace Contend.Coyote;
 /// never do.
 /// </summary>
 /// <param name="Iterations">a lower cap for a correct test whose schedules are slow, so that
-/// the suite keeps to CI's budget (README.md lists them)</param>
+/// the suite keeps to CI's budget (docs/testing.md lists them)</param>
 /// <param name="OrCaughtBy">for a twin whose bug shows in two ways, depending on the schedule
 /// that finds it first: the other report text that counts as caught</param>
 public sealed record CoyoteTest(string Name, Func<Task> Body, string? CaughtBy = null, uint MaxSteps = 4000, bool Prioritized = false, int? Iterations = null,

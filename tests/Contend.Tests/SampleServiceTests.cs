@@ -23,19 +23,22 @@ public partial class SampleServiceTests
     [GeneratedRegex(@"history of (\d+) committed transactions checked: serializable")]
     private static partial Regex Serializable();
 
-    /// <summary>README's "Embed it" examples are code that runs, verbatim between its markers:
-    /// the bank service's, and the package consumer's reactors (run by <see cref="PackageTests"/>).</summary>
+    /// <summary>The examples of README, the package's README and docs/embedding.md are code that runs, verbatim between
+    /// its markers: the package consumer's engine and reactors (built against the packed package
+    /// and run by <see cref="PackageTests"/>), and the bank service's (run here).</summary>
     [Theory]
-    [InlineData("samples/Bank/Program.cs", "embed")]
-    [InlineData("tests/Consumer/Program.cs", "reactdb")]
-    public void ReadmesExamplesAreCodeThatRuns(string file, string marker)
+    [InlineData("tests/Consumer/Program.cs", "engine", "README.md")]
+    [InlineData("tests/Consumer/Program.cs", "engine", "src/PACKAGE.md")]
+    [InlineData("samples/Bank/Program.cs", "embed", "docs/embedding.md")]
+    [InlineData("tests/Consumer/Program.cs", "reactdb", "docs/embedding.md")]
+    public void TheDocsExamplesAreCodeThatRuns(string file, string marker, string page)
     {
         string code = File.ReadAllText(Path.Combine(Processes.Root, file));
-        string begin = $"// README: {marker} begin\n", end = $"// README: {marker} end";
+        string begin = $"// docs: {marker} begin\n", end = $"// docs: {marker} end";
         int from = code.IndexOf(begin, StringComparison.Ordinal), to = code.IndexOf(end, StringComparison.Ordinal);
-        Assert.True(from >= 0 && to > from, $"{file} lost its README markers '{marker}'");
+        Assert.True(from >= 0 && to > from, $"{file} lost its markers '{marker}'");
         string region = code[(from + begin.Length)..to];
-        Assert.Contains("```csharp\n" + region + "```\n", File.ReadAllText(Path.Combine(Processes.Root, "README.md")));
+        Assert.Contains("```csharp\n" + region + "```\n", File.ReadAllText(Path.Combine(Processes.Root, page)));
     }
 
     [Theory]

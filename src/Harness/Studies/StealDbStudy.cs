@@ -11,14 +11,14 @@ namespace Contend.Harness.Studies;
 /// 100K records, 32 increments per transaction, contention raised by restricting the first
 /// table to fewer records) and TPC-C NewOrder alone, for StealDB, its two baselines run by the
 /// same code (basic work stealing, no stealing), and the core's Mcs, NoWait, WaitDie and Silo;
-/// then the hot set of issue 37, where lock-order cycles are common, for the queue locks against
+/// then the hot set, where lock-order cycles are common, for the queue locks against
 /// the 2PL variants that do not queue.
 /// </summary>
 internal static class StealDbStudy
 {
     public static readonly string[] Protocols = ["StealDB", "StealDBBasicWS", "StealDBNoSteal", "Mcs", "NoWait", "WaitDie", "Silo"];
 
-    /// <summary>The queue-lock protocols, whose deadlocks the detector breaks (issue 37).</summary>
+    /// <summary>The queue-lock protocols, whose deadlocks the detector breaks.</summary>
     public static readonly string[] QueueLocks = ["StealDB", "StealDBBasicWS", "StealDBNoSteal", "Mcs"];
 
     /// <summary>The 2PL variants the hot set's goal measures the queue locks against: the best of them at each point.</summary>
@@ -44,7 +44,7 @@ internal static class StealDbStudy
                 "warehouses (10 districts each)",
                 warehouses.Select(w => (w.ToString(CultureInfo.InvariantCulture),
                                         Study.Workload(() => new Tpcc(w, inserts: true, orderCapacity: orders, newOrderOnly: true)))).ToList(), Protocols),
-            new("hotset", $"The hot set (issue 37): YCSB, {HotRequests} requests, half reads, Zipf {HotTheta.ToString(CultureInfo.InvariantCulture)}, {options.Threads} workers",
+            new("hotset", $"The hot set: YCSB, {HotRequests} requests, half reads, Zipf {HotTheta.ToString(CultureInfo.InvariantCulture)}, {options.Threads} workers",
                 "rows in the table (lock-order cycles are common at the left)",
                 (options.Small ? [16] : new[] { 16, 64 }).Select(r => (r.ToString(CultureInfo.InvariantCulture),
                                   Study.Workload(() => new Ycsb(r, HotRequests, 0.5, HotTheta)))).ToList(), [.. QueueLocks, .. PlainTwoPhaseLocking]),
