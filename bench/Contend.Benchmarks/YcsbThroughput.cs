@@ -1,4 +1,5 @@
 using BenchmarkDotNet.Attributes;
+using Contend.Engine.Protocols;
 using Contend.Engine.Runtime;
 using Contend.Harness.Workloads;
 
@@ -12,8 +13,12 @@ public class YcsbThroughput : ThroughputBenchmark
 {
     const int PerWorker = 50_000;
 
-    [Params("NoWait", "WaitDie", "WaitsFor", "Ordered", "Mcs", "Silo")]
+    [ParamsSource(nameof(Protocols))]
     public string Protocol = "";
+
+    /// <summary>Every per-transaction protocol of the registry, so a new one is measured with no line here.</summary>
+    public static IEnumerable<string> Protocols =>
+        ProtocolRegistry.Descriptors.Where(d => d.Serializable && d.Kind == ProtocolKind.PerTransaction).Select(d => d.Name);
 
     [Params(0.0, 0.9)]
     public double Theta;

@@ -1,9 +1,6 @@
 using System.CommandLine;
 using System.Globalization;
 using Contend.Engine.Protocols;
-using Contend.Engine.Protocols.StealDB;
-using Contend.Engine.Protocols.Strife;
-using Contend.Engine.Protocols.TwoPhaseLocking;
 using Contend.Engine.Runtime;
 using Contend.Harness;
 using Contend.Harness.Studies;
@@ -23,17 +20,13 @@ var output = new Option<string?>("--out") { Description = "write PREFIX.csv and 
 var seed = new Option<ulong>("--seed") { Description = "workload seed: the same seed gives the same transactions", DefaultValueFactory = _ => 1 };
 var noPin = new Option<bool>("--no-pin") { Description = "do not pin workers to cores" };
 var knobs = new WorkloadKnobs();
-var batch = new Option<int>("--batch") { Description = "Strife: transactions per batch", DefaultValueFactory = _ => 1000 };
-var alpha = new Option<double>("--alpha") { Description = "Strife: merge's alpha in (0, 1]", DefaultValueFactory = _ => 0.2 };
-var noOverlap = new Option<bool>("--no-overlap") { Description = "Strife: analyse the next batch only once the current one is done" };
-var giveUpNodes = new Option<bool>("--give-up-nodes") { Description = "Mcs: an aborting transaction gives its queued lock request up instead of waiting for it to be woken (McsOptions.GiveUpQueuedNodes)" };
-var waitThreshold = new Option<int>("--wait-threshold") { Description = "Mcs and the StealDB family: idle rounds of a lock wait before it aborts (the deadlock detector's last resort)", DefaultValueFactory = _ => new StealDbOptions().WaitThreshold };
-var maxNesting = new Option<int>("--max-nesting") { Description = "StealDB family: how deep stolen ops may nest (0: waiters only wait)", DefaultValueFactory = _ => new StealDbOptions().MaxNesting };
+var protocolKnobs = new ProtocolKnobOptions();
 var deployment = new Option<string>("--deployment") { Description = "ReactDB: sync (one container, an executor per thread) or async (a container per store section)", DefaultValueFactory = _ => "async" };
 var beside = new Option<string?>("--beside") { Description = "another protocol through its front door (ContendEngine) on the same work in the same process, the two in turn in slices of 0.1 s, and their ratio: with --callers, or under ReactDB's ycsb run (the knobs are --protocol's; e.g. --protocol ReactDB --workload ycsb --beside Silo)" };
 var callers = new Option<int>("--callers") { Description = "run through ContendEngine.ExecuteAsync, a service's front door, with this many async callers (0: the worker pool)", DefaultValueFactory = _ => 0 };
 
-var run = new Command("run", "run one protocol on one workload and print a summary") { protocol, workloadName, threads, seconds, warmup, check, output, seed, noPin, batch, alpha, noOverlap, waitThreshold, giveUpNodes, maxNesting, callers, deployment, beside };
+var run = new Command("run", "run one protocol on one workload and print a summary") { protocol, workloadName, threads, seconds, warmup, check, output, seed, noPin, callers, deployment, beside };
+protocolKnobs.AddTo(run);
 knobs.AddTo(run);
 run.SetAction(parse =>
 {
@@ -45,18 +38,7 @@ run.SetAction(parse =>
     if (name == ReactDbRunner.Protocol) return RunReactDb(parse, options, prefix);
     if (parse.GetResult(deployment) is { Implicit: false }) throw new UsageException($"--deployment is a ReactDB knob; this run's protocol is {name}");
     var make = knobs.Factory(parse.GetValue(workloadName)!, parse);
-    var optionsType = ProtocolRegistry.TryFind(name, out var descriptor) ? descriptor.OptionsType : null;
-    foreach (var (owners, family, group) in new (Type[], string, Option[])[] { ([typeof(StrifeOptions)], "Strife", [batch, alpha, noOverlap]),
-                                                                               ([typeof(StealDbOptions), typeof(McsOptions)], "queue-lock (Mcs and the StealDB family)", [waitThreshold]),
-                                                                               ([typeof(StealDbOptions)], "StealDB family", [maxNesting]),
-                                                                               ([typeof(McsOptions)], "Mcs", [giveUpNodes]) })
-        foreach (var knob in group)
-            if (!owners.Contains(optionsType) && parse.GetResult(knob) is { Implicit: false })
-                throw new UsageException($"{knob.Name} is a {family} knob; this run's protocol is {name}");
-    ProtocolOptions? protocolOptions = optionsType == typeof(StrifeOptions) ? new StrifeOptions(BatchSize: parse.GetValue(batch), Alpha: parse.GetValue(alpha), Overlap: !parse.GetValue(noOverlap))
-                            : optionsType == typeof(StealDbOptions) ? new StealDbOptions(parse.GetValue(waitThreshold), parse.GetValue(maxNesting))
-                            : optionsType == typeof(McsOptions) ? new McsOptions(parse.GetResult(waitThreshold) is { Implicit: false } ? parse.GetValue(waitThreshold) : new McsOptions().WaitThreshold, parse.GetValue(giveUpNodes))
-                            : null;
+    var protocolOptions = protocolKnobs.For(ProtocolRegistry.TryFind(name, out var descriptor) ? descriptor : null, name, parse);
     protocolOptions?.Validate(options.Threads); // bad knobs fail here, before any load
     RunRow row;
     int front = parse.GetValue(callers);
@@ -170,8 +152,7 @@ int RunReactDb(ParseResult parse, RunOptions options, string? prefix)
     string workload = parse.GetValue(workloadName)!;
     if (workload is not ("smartmart" or "ycsb"))
         throw new UsageException($"--protocol ReactDB runs workload smartmart (reactors) or ycsb (one reactor's function over the table); this run's is {workload}");
-    foreach (var knob in new Option[] { batch, alpha, noOverlap })
-        if (parse.GetResult(knob) is { Implicit: false }) throw new UsageException($"{knob.Name} is not a ReactDB knob");
+    protocolKnobs.For(null, ReactDbRunner.Protocol, parse); // refuses every knob of the engine's protocols
     var shape = parse.GetValue(deployment) switch
     {
         "sync" => SmartMartDeployment.Sync,

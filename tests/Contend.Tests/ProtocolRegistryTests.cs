@@ -119,6 +119,25 @@ public class ProtocolRegistryTests
         Assert.True((await noWait.ExecuteAsync(again, [0])).Committed);
     }
 
+    /// <summary>A protocol with options declares its command-line knobs in its descriptor: with none
+    /// given they make the record's defaults, and each knob given changes the record.</summary>
+    [Fact]
+    public void EveryOptionsRecordIsReachedByItsKnobs()
+    {
+        foreach (var descriptor in ProtocolRegistry.Descriptors.Where(d => d.OptionsType is not null))
+        {
+            Assert.True(descriptor.Knobs is not null, $"{descriptor.Name} takes {descriptor.OptionsType!.Name} but declares no knobs");
+            var constructor = descriptor.OptionsType!.GetConstructors().Single(c => c.GetParameters().All(p => p.HasDefaultValue));
+            var defaults = constructor.Invoke(constructor.GetParameters().Select(p => p.DefaultValue).ToArray());
+            Assert.Equal(defaults, descriptor.Knobs!.From(_ => null));
+            foreach (var knob in descriptor.Knobs.Knobs)
+            {
+                object other = knob.Default switch { int i => i + 1, double x => x / 2, false => true, _ => throw new InvalidOperationException(knob.Flag) };
+                Assert.True(!Equals(defaults, descriptor.Knobs.From(f => f == knob.Flag ? other : null)), $"{descriptor.Name}: {knob.Flag} changes nothing");
+            }
+        }
+    }
+
     /// <summary>Ordered locks every row before any op runs: a key computed from an earlier op's
     /// result is refused before the program runs, naming it; WaitDie runs the same program.</summary>
     [Theory]

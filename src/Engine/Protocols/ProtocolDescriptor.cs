@@ -18,6 +18,23 @@ public abstract record ProtocolOptions
     internal abstract void Validate(int workers);
 }
 
+/// <summary>A knob of a protocol's options record as a command line offers it.</summary>
+/// <param name="Flag">the option's name, <c>--</c> first</param>
+/// <param name="Description">what it sets, in words that fit every protocol taking it</param>
+/// <param name="Default">its value when it is not given: an <see cref="int"/>, a <see cref="double"/>,
+/// or false for a switch (a <see cref="bool"/> that giving the flag turns on)</param>
+internal sealed record ProtocolKnob(string Flag, string Description, object Default);
+
+/// <summary>What a command line needs of an options record: its knobs, and the record made from
+/// their values (each one given, or its <see cref="ProtocolKnob.Default"/>).</summary>
+internal sealed record ProtocolKnobs(IReadOnlyList<ProtocolKnob> Knobs, Func<Func<string, object>, ProtocolOptions> Make)
+{
+    /// <summary>The options the protocol runs with when <paramref name="given"/> says which knobs
+    /// were given (a value) and which not (null).</summary>
+    public ProtocolOptions From(Func<string, object?> given) =>
+        Make(flag => given(flag) ?? Knobs.Single(k => k.Flag == flag).Default);
+}
+
 /// <summary>A counter a protocol keeps of itself, published as an instrument of the engine's
 /// meter (<see cref="Diagnostics.EngineMetrics"/>) with the protocol's name as a tag.</summary>
 /// <param name="Instrument">the instrument's name, <c>contend.</c> first</param>
@@ -35,8 +52,9 @@ internal sealed record ProtocolReport(IReadOnlyDictionary<string, double> Shares
 /// <summary>
 /// Everything the engine and the harness know about one protocol: its name, what it does, its
 /// kind, the type of its options, how to build it, the counters it keeps and what it reports of
-/// a run, and (test builds) the mutants it honours. A protocol is one folder that declares its
-/// descriptor and one line in <see cref="ProtocolRegistry"/>; nothing else names it.
+/// a run, the knobs a command line offers for its options, and (test builds) the mutants it
+/// honours. A protocol is one folder that declares its descriptor and one line in
+/// <see cref="ProtocolRegistry"/>; nothing else names it.
 /// </summary>
 internal sealed class ProtocolDescriptor
 {
@@ -49,12 +67,16 @@ internal sealed class ProtocolDescriptor
     /// <param name="report">what the protocol reports of its runs so far, given the worker-seconds they took</param>
     /// <param name="mutants">the enum of mutants the protocol honours besides the core's</param>
     /// <param name="refuses">why the protocol can never run a program, whatever its arguments (null: it can)</param>
+    /// <param name="knobs">the command line's knobs of <paramref name="optionsType"/>; null: it offers none</param>
     internal ProtocolDescriptor(string name, string description, ProtocolKind kind, Type? optionsType, Func<ProtocolSetup, IProtocol> make,
                                 IReadOnlyList<ProtocolCounter>? counters = null, Func<IProtocol, double, ProtocolReport>? report = null,
-                                Type? mutants = null, bool serializable = true, Func<Programs.TxnProgram, string?>? refuses = null)
+                                Type? mutants = null, bool serializable = true, Func<Programs.TxnProgram, string?>? refuses = null,
+                                ProtocolKnobs? knobs = null)
     {
         if (optionsType is not null && !optionsType.IsSubclassOf(typeof(ProtocolOptions)))
             throw new ArgumentException($"protocol {name}: options type {optionsType.Name} is not a {nameof(ProtocolOptions)}", nameof(optionsType));
+        if (knobs is not null && optionsType is null)
+            throw new ArgumentException($"protocol {name}: has knobs but no options type", nameof(knobs));
         if (mutants is not null && !mutants.IsEnum)
             throw new ArgumentException($"protocol {name}: mutants type {mutants.Name} is not an enum", nameof(mutants));
         Name = name;
@@ -67,7 +89,11 @@ internal sealed class ProtocolDescriptor
         _make = make;
         _report = report;
         _refuses = refuses;
+        Knobs = knobs;
     }
+
+    /// <summary>The knobs a command line offers for the protocol's options; null: none.</summary>
+    public ProtocolKnobs? Knobs { get; }
 
     /// <summary>Why the protocol can never run <paramref name="program"/> (every call of it would
     /// fail the same way), or null.</summary>

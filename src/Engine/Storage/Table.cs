@@ -11,42 +11,37 @@ namespace Contend.Engine.Storage;
 /// and a primary hash index sized at creation. Rows are never freed while the table
 /// lives, so a row number stays valid for the table's lifetime.
 /// </summary>
-/// <remarks>
-/// Row layout (the stride is a multiple of 64 so that no two rows share a cache line):
-/// <code>
-///   +0   record word   8 B   the protocol family's lock / version word: its layout is drawn
-///                            where the family defines it (LockWord.cs for 2PL, McsLock in
-///                            Mcs.cs for the queue locks, SiloOcc.cs for Silo)
-///   +8   version       8 B   id of the transaction that installed the current value;
-///                            0 for the loaded value (the history's reads-from)
-///   +16  key           8 B   primary key, written once before the row is published
-///   +24  payload       PayloadSize bytes
-/// </code>
-/// Index slot (one word per slot; 0 = empty; open addressing, linear probing):
-/// <code>
-///   63                 32   31     30     29                  0
-///  +---------------------+------+------+----------------------+
-///  |   key, low 32 bits  | wide | dark |        row + 1       |
-///  +---------------------+------+------+----------------------+
-/// </code>
-/// dark = 1: an insert has claimed the key and not yet committed (<see cref="Claim"/>); a
-/// lookup does not see the row until <see cref="Reveal"/> clears the bit. A claim undone by an
-/// abort (<see cref="Retract"/>) leaves a tombstone, dark with row + 1 = 0, that probes pass
-/// over: the slot is never reused, and neither is its row (it is retired), so every slot that is
-/// not empty keeps a row of its own, and slots stay more than rows. The row of an insert that
-/// claimed no key was never reachable, and goes back to the table (<see cref="Release"/>) for
-/// the next insert: a refused insert does not use a row up. A committed row is never freed.
-/// A key that fits in 32 bits (every key the workloads make) is compared in the slot, so a
-/// lookup reads the index line and not the row's: Strife's analysis finds the rows of a whole
-/// batch without touching one of them. A wider key (wide = 1) keeps its low bits as a filter,
-/// and the lookup confirms it with the row's key.
-///
-/// Shared words are read and written only through <c>ref long</c> with Volatile /
-/// Interlocked, never through raw pointer loads, so Coyote's rewriter sees every access
-/// (../../shared/DESIGN.md).
-/// </remarks>
 public sealed unsafe class Table
 {
+    // Row layout (the stride is a multiple of 64 so that no two rows share a cache line):
+    //   +0   record word   8 B   the protocol family's lock / version word: its layout is drawn
+    //                            where the family defines it (LockWord.cs for 2PL, McsLock.cs
+    //                            for the queue locks, SiloOcc.cs for Silo)
+    //   +8   version       8 B   id of the transaction that installed the current value;
+    //                            0 for the loaded value (the history's reads-from)
+    //   +16  key           8 B   primary key, written once before the row is published
+    //   +24  payload       PayloadSize bytes
+    // Index slot (one word per slot; 0 = empty; open addressing, linear probing):
+    //   63                 32   31     30     29                  0
+    //  +---------------------+------+------+----------------------+
+    //  |   key, low 32 bits  | wide | dark |        row + 1       |
+    //  +---------------------+------+------+----------------------+
+    // dark = 1: an insert has claimed the key and not yet committed (`Claim`); a
+    // lookup does not see the row until `Reveal` clears the bit. A claim undone by an
+    // abort (`Retract`) leaves a tombstone, dark with row + 1 = 0, that probes pass
+    // over: the slot is never reused, and neither is its row (it is retired), so every slot that is
+    // not empty keeps a row of its own, and slots stay more than rows. The row of an insert that
+    // claimed no key was never reachable, and goes back to the table (`Release`) for
+    // the next insert: a refused insert does not use a row up. A committed row is never freed.
+    // A key that fits in 32 bits (every key the workloads make) is compared in the slot, so a
+    // lookup reads the index line and not the row's: Strife's analysis finds the rows of a whole
+    // batch without touching one of them. A wider key (wide = 1) keeps its low bits as a filter,
+    // and the lookup confirms it with the row's key.
+    //
+    // Shared words are read and written only through `ref long` with Volatile /
+    // Interlocked, never through raw pointer loads, so Coyote's rewriter sees every access
+    // (../../shared/DESIGN.md).
+
     internal const int HeaderSize = 24;
     const int WordOffset = 0, VersionOffset = 8, KeyOffset = 16;
 
@@ -310,6 +305,13 @@ public sealed unsafe class Table
         Volatile.Write(ref Unsafe.AsRef<long>(Row(row) + KeyOffset), key);
     }
 
+    /// <summary><see cref="Claim"/>'s answer when another insert holds the key's claim and the
+    /// caller does not wait (no waiter).</summary>
+    internal const int ClaimedByAnother = -2;
+    /// <summary><see cref="Claim"/>'s answer when the waiting attempt gave up (its deadline or its
+    /// caller's token) while another attempt held the key's claim.</summary>
+    internal const int GaveUp = -3;
+
     /// <summary>
     /// Claims the index slot of an allocated, filled row's key for an insert that has not
     /// committed: the row stays unreachable (<see cref="Find"/> answers -1) until
@@ -322,13 +324,8 @@ public sealed unsafe class Table
     /// attempt's keys in one global order, (table, key), and claim only once they wait for
     /// nothing else: no cycle of waits can form. A participant of a transaction across
     /// partitions cannot rely on that order (the claim it would wait for may hang on another
-    /// partition's vote), so it passes <c>wait</c> false and gets
+    /// partition's vote), so it passes no waiter and gets
     /// <see cref="ClaimedByAnother"/> instead of waiting.</remarks>
-    internal const int ClaimedByAnother = -2;
-    /// <summary><see cref="Claim"/>'s answer when the waiting attempt gave up (its deadline or its
-    /// caller's token) while another attempt held the key's claim.</summary>
-    internal const int GaveUp = -3;
-
     /// <param name="row">the allocated, filled row</param>
     /// <param name="waiter">the attempt that waits out another's claim, until it gives up
     /// (<see cref="TxnContext.GivingUp"/>: then <see cref="GaveUp"/>); null: no wait, <see cref="ClaimedByAnother"/></param>

@@ -95,26 +95,29 @@ public sealed class ReactorCall
     /// (empty for a root).</summary>
     public Memory<long> Results { get; }
 
-    /// <summary>ReactDB.tla ReadOp: the row's payload as this root's context sees it (its own
-    /// write if it wrote the row in this container, else the committed version it records).
+    /// <summary>Reads the row's payload as this root's context sees it (its own write if it wrote
+    /// the row in this container, else the committed version it records).
     /// A missing key aborts the root (<see cref="AbortReason.KeyNotFound"/>).</summary>
+    // ReactDB.tla ReadOp.
     public long Read(Relation relation, long key, RowReader reader)
     {
         if (Strand() is not { } strand) return reader(Access(relation, key, RowAccess.Read));
         lock (strand) return reader(Access(relation, key, RowAccess.Read));
     }
 
-    /// <summary>ReactDB.tla WriteLoad/WriteStore: changes the row in this root's context; the
-    /// change is installed only if the root commits. A missing key aborts the root.</summary>
+    /// <summary>Changes the row in this root's context; the change is installed only if the root
+    /// commits. A missing key aborts the root.</summary>
+    // ReactDB.tla WriteLoad/WriteStore.
     public long Write(Relation relation, long key, RowWriter writer)
     {
         if (Strand() is not { } strand) return writer(Access(relation, key, RowAccess.Write));
         lock (strand) return writer(Access(relation, key, RowAccess.Write));
     }
 
-    /// <summary>ReactDB.tla WriteLoad/WriteStore of a blind write: the row's payload is replaced by
-    /// what <paramref name="writer"/> puts in a zeroed buffer, without reading the row (so, as in
-    /// Silo, its version is not validated at commit).</summary>
+    /// <summary>A blind write: the row's payload is replaced by what <paramref name="writer"/> puts
+    /// in a zeroed buffer, without reading the row (so, as in Silo, its version is not validated
+    /// at commit).</summary>
+    // ReactDB.tla WriteLoad/WriteStore of a blind write.
     public long Overwrite(Relation relation, long key, RowWriter writer)
     {
         if (Strand() is not { } strand) return writer(Access(relation, key, RowAccess.Blind));
@@ -176,7 +179,7 @@ public sealed class ReactorCall
     }
 
     /// <summary>
-    /// ReactDB.tla Call: runs <paramref name="function"/> on <paramref name="reactor"/> as a
+    /// Runs <paramref name="function"/> on <paramref name="reactor"/> as a
     /// sub-transaction. In this container, its logic runs now, on this thread and in this context,
     /// and the result is ready when the logic ends (SyncReturn); in another, it is queued there
     /// and the result arrives when it has completed, its own sub-transactions included.
@@ -184,6 +187,7 @@ public sealed class ReactorCall
     /// <param name="results">memory the callee may fill (its <see cref="Results"/>); read it only
     /// once the returned result is in</param>
     /// <exception cref="RootAbortedException">the root has failed: the logic stops here</exception>
+    // ReactDB.tla Call.
     public ValueTask<long> CallAsync(Reactor reactor, ReactorFunction function, ReadOnlyMemory<long> args, Memory<long> results = default)
     {
         ArgumentNullException.ThrowIfNull(reactor);
@@ -202,9 +206,9 @@ public sealed class ReactorCall
 
     /// <summary>Aborts the whole root transaction as its logic demands: nothing of it is written,
     /// and the submitter gets <see cref="Outcome.UserAborted"/> (not retried). Never returns.</summary>
-    /// <remarks>Decision: the spec (D7) gives logic no abort; a user abort takes the same path as
-    /// the conservative abort (<c>failed</c>, then AbortAll), whose safety the spec checks, with
-    /// a reason that is final.</remarks>
+    // Decision: the spec (D7) gives logic no abort; a user abort takes the same path as the
+    // conservative abort (failed, then AbortAll), whose safety the spec checks, with a reason
+    // that is final.
     public void AbortRoot()
     {
         if (!_engine.Mutants.ChildAbortNotPropagated) Root.Fail(AbortReason.User);

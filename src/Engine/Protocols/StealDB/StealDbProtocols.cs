@@ -11,7 +11,7 @@ internal static class StealDbProtocols
         new(name, description, ProtocolKind.PerTransaction, typeof(StealDbOptions),
             s => new StealDb(s, policy, s.Options as StealDbOptions ?? new StealDbOptions(), name),
             counters: [Stolen], report: (p, _) => new ProtocolReport(new Dictionary<string, double> { [StealDb.StolenShareName] = ((StealDb)p).StolenShare }, null),
-            mutants: typeof(StealDbMutants), refuses: TwoOpsOnOneRow);
+            mutants: typeof(StealDbMutants), refuses: TwoOpsOnOneRow, knobs: StealDbOptions.CommandLine);
 
     /// <summary>Two ops that always use one row, one of them a write: keyed by the same argument, on the same table (two reads share it).
     /// StealDB runs each op under its own row's lock, so such a program fails every call

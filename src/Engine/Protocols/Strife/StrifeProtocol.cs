@@ -17,6 +17,12 @@ public sealed record StrifeOptions(int BatchSize = 1000, double Alpha = 0.2, int
 {
     internal override void Validate(int workers) => Resolve(workers);
 
+    internal static readonly ProtocolKnobs CommandLine = new(
+        [new("--batch", "transactions per batch", new StrifeOptions().BatchSize),
+         new("--alpha", "merge's alpha in (0, 1]", new StrifeOptions().Alpha),
+         new("--no-overlap", "analyse the next batch only once the current one is done", false)],
+        value => new StrifeOptions(BatchSize: (int)value("--batch"), Alpha: (double)value("--alpha"), Overlap: !(bool)value("--no-overlap")));
+
     /// <summary>The most spot rounds an analysis makes (<see cref="SpotRounds"/>).</summary>
     public const int MaxSpotRounds = 256;
 
@@ -88,7 +94,7 @@ internal sealed class StrifeProtocol : IBatchProtocol
                 p => ((StrifeProtocol)p).Counts.Residuals),
         ],
         report: (p, workerSeconds) => ((StrifeProtocol)p).Report(workerSeconds),
-        mutants: typeof(StrifeMutants));
+        mutants: typeof(StrifeMutants), knobs: StrifeOptions.CommandLine);
 
     public string Name => Descriptor.Name;
     public StrifeOptions Options => _options;

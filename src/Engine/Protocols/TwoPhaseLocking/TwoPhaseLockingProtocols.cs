@@ -23,5 +23,6 @@ internal static class TwoPhaseLockingProtocols
         : null;
 
     public static readonly ProtocolDescriptor Mcs = new("Mcs", "2PL on reader-writer MCS queue locks, abort on a detected deadlock or after a wait threshold",
-        ProtocolKind.PerTransaction, typeof(McsOptions), s => new Mcs(s, s.Options as McsOptions ?? new McsOptions()), mutants: Mutants);
+        ProtocolKind.PerTransaction, typeof(McsOptions), s => new Mcs(s, s.Options as McsOptions ?? new McsOptions()), mutants: Mutants,
+        knobs: McsOptions.CommandLine);
 }
