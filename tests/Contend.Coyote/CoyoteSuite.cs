@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using Contend.Engine.Protocols;
 using Microsoft.Coyote;
 using Microsoft.Coyote.SystematicTesting;
 
@@ -32,6 +33,22 @@ public static class CoyoteSuite
 
     /// <summary>How many steps a prioritized schedule keeps its priorities before it turns random.</summary>
     const uint PrioritizedSteps = 2_000;
+
+    /// <summary>The registry's protocols that no test explores, or explore with no twin to catch:
+    /// every serializable protocol needs a test named by it that must pass and one, named by it
+    /// with <c>Twin</c>, that must be caught.</summary>
+    public static List<string> Uncovered(IReadOnlyList<CoyoteTest> tests)
+    {
+        var gaps = new List<string>();
+        foreach (var descriptor in ProtocolRegistry.Descriptors.Where(d => d.Serializable))
+        {
+            var named = tests.Where(t => t.Name.StartsWith(descriptor.Name, StringComparison.Ordinal)).ToList();
+            if (!named.Any(t => !t.ExpectBug)) gaps.Add($"protocol {descriptor.Name} has no test that must pass (a name starting {descriptor.Name})");
+            if (!named.Any(t => t.ExpectBug && t.Name.Contains("Twin", StringComparison.Ordinal)))
+                gaps.Add($"protocol {descriptor.Name} has no twin that must be caught (a name starting {descriptor.Name}, with Twin)");
+        }
+        return gaps;
+    }
 
     public static CoyoteResult Run(CoyoteTest test, int iterations, ulong seed)
     {

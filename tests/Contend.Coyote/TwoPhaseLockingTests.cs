@@ -2,6 +2,7 @@ using System.Buffers.Binary;
 using Contend.Engine.History;
 using Contend.Engine.Programs;
 using Contend.Engine.Protocols;
+using Contend.Engine.Protocols.Silo;
 using Contend.Engine.Protocols.TwoPhaseLocking;
 using Contend.Engine.Runtime;
 using Contend.Engine.Storage;
@@ -10,7 +11,7 @@ using Microsoft.Coyote.Specifications;
 namespace Contend.Coyote;
 
 /// <summary>
-/// NoWait, WaitDie and Mcs running three transactions on three shared rows: two transfers in
+/// NoWait, WaitDie, WaitsFor, Ordered, Mcs and Silo running three transactions on three shared rows: two transfers in
 /// opposite lock orders (the workload that deadlocks 2PL without a policy) and an audit that
 /// reads every row. Checked on every schedule: every transaction commits within the steps
 /// bound (no deadlock: Mcs's wait threshold is far past the bound, so its deadlock detector
@@ -27,6 +28,12 @@ public static class TwoPhaseLockingTests
         new("NoWaitTwinIgnoreLock", () => Run("NoWait", TwoPhaseLockingMutants.NoWaitIgnoreLock), CaughtBy: "serializ"),
         new("WaitDie", () => Run("WaitDie", TwoPhaseLockingMutants.None)),
         new("WaitDieTwinYoungerWaits", () => Run("WaitDie", TwoPhaseLockingMutants.WaitDieYoungerWaits), CaughtBy: CoyoteSuite.StepsBound),
+        new("WaitsFor", () => Run("WaitsFor", TwoPhaseLockingMutants.None), Iterations: 2_500),
+        new("WaitsForTwinMissesTwoCycles", () => Run("WaitsFor", TwoPhaseLockingMutants.WaitsForMissesTwoCycles), CaughtBy: CoyoteSuite.StepsBound),
+        new("Ordered", () => Run("Ordered", TwoPhaseLockingMutants.None), Iterations: 2_500),
+        new("OrderedTwinInProgramOrder", () => Run("Ordered", TwoPhaseLockingMutants.OrderedInProgramOrder), CaughtBy: CoyoteSuite.StepsBound),
+        new("Silo", () => Run("Silo", SiloMutants.None), Iterations: 2_500),
+        new("SiloTwinSkipValidation", () => Run("Silo", SiloMutants.SkipValidation), CaughtBy: "serializ", OrCaughtBy: "rows sum"),
         new("McsDetect", () => Run("Mcs", TwoPhaseLockingMutants.None), Iterations: 2_500),
         new("McsDetectGivingUp", () => Run("Mcs", TwoPhaseLockingMutants.None, new McsOptions(GiveUpQueuedNodes: true)), Iterations: 2_500),
         new("McsTwinNoDetection", () => Run("Mcs", TwoPhaseLockingMutants.McsNoDetection), CaughtBy: CoyoteSuite.StepsBound),
@@ -66,7 +73,7 @@ public static class TwoPhaseLockingTests
         Specification.Assert(total == 2, $"Mcs: the rows sum to {total}, not 2: a write was lost or doubled");
     }
 
-    static async Task Run(string protocolName, TwoPhaseLockingMutants mutants, ProtocolOptions? options = null)
+    static async Task Run(string protocolName, Enum mutants, ProtocolOptions? options = null)
     {
         using var db = new Database();
         var table = db.Create("account", sizeof(long), Rows);

@@ -26,12 +26,13 @@ internal sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
     const byte InWriteSet = SiloState.InWriteSet, LockedByMe = SiloState.LockedByMe;
 
     internal static readonly ProtocolDescriptor Descriptor = new("Silo", "optimistic: read versions, lock writes in order, validate, install",
-        ProtocolKind.PerTransaction, null, s => new SiloOcc(s));
+        ProtocolKind.PerTransaction, null, s => new SiloOcc(s), mutants: typeof(SiloMutants));
 
     public override string Name => Descriptor.Name;
 
     /// <summary>ReactDB's twin <see cref="ReactDB.ReactDbMutants.ReadIgnoresLocks"/>, in the step it breaks.</summary>
     readonly MutantFlag _readIgnoresLocks = new(setup.Mutants, ReactDB.ReactDbMutants.ReadIgnoresLocks);
+    readonly MutantFlag _skipValidation = new(setup.Mutants, SiloMutants.SkipValidation);
 
     /// <summary>The worker's Silo state on <paramref name="ctx"/>, made on its first use.</summary>
     static SiloState State(TxnContext ctx)
@@ -131,7 +132,7 @@ internal sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
     Vote Prepare(TxnContext ctx, bool waitForLocks)
     {
         var vote = LockWriteSet(ctx, waitForLocks);
-        if (vote.IsYes) vote = ValidateReads(ctx);
+        if (vote.IsYes && !_skipValidation) vote = ValidateReads(ctx);
         // An inserted row's word is its version, as every other row's, so that a reader records
         // the insert it read from.
         return vote.IsYes ? InsertSet.Prepare(Db, ctx, versionInWord: true, waitForClaims: waitForLocks) : vote;

@@ -21,6 +21,8 @@ internal sealed class Ordered(ProtocolSetup setup) : LockingProtocol(setup)
         public readonly bool[] WantsExclusive = new bool[TxnContext.MaxOps];
     }
 
+    readonly MutantFlag _inProgramOrder = new(setup.Mutants, TwoPhaseLockingMutants.OrderedInProgramOrder);
+
     private protected override LockingState NewState() => new OrderedState();
 
     public override Outcome Run(TxnContext ctx, out AbortReason reason)
@@ -52,7 +54,7 @@ internal sealed class Ordered(ProtocolSetup setup) : LockingProtocol(setup)
         }
         Span<int> order = ctx.Scratch.AsSpan(0, ctx.AccessCount);
         for (int i = 0; i < order.Length; i++) order[i] = i;
-        SortByRow(ctx, order);
+        if (!_inProgramOrder) SortByRow(ctx, order); // the twin locks in the program's order
         foreach (int i in order)
         {
             var table = Db[ctx.AccTable[i]];

@@ -36,4 +36,10 @@ internal enum TwoPhaseLockingMutants
     /// <summary>MCRWMCSLock.tla MutantWriterEntersRead: the writer's fast path guesses a word with no
     /// queue but keeps the readers' count, so it takes a word readers hold (McsLock).</summary>
     McsWriterEntersRead = 512,
+    /// <summary>WaitsFor whose cycle search misses a cycle of two (each waiter holding what the
+    /// other waits for): the plainest deadlock stays.</summary>
+    WaitsForMissesTwoCycles = 1024,
+    /// <summary>Ordered that takes its locks in the program's order instead of (table, row) order,
+    /// so two transactions that lock two rows in opposite orders deadlock.</summary>
+    OrderedInProgramOrder = 2048,
 }

@@ -19,11 +19,13 @@ internal sealed class WaitsFor : LockingProtocol
 
     readonly long[] _published;
     readonly int _workers;
+    readonly MutantFlag _missesTwoCycles;
 
     public WaitsFor(ProtocolSetup setup) : base(setup)
     {
         _workers = setup.Workers;
         _published = new long[setup.Workers * Stride];
+        _missesTwoCycles = new(setup.Mutants, TwoPhaseLockingMutants.WaitsForMissesTwoCycles);
     }
 
     public override string Name => TwoPhaseLockingProtocols.WaitsFor.Name;
@@ -85,6 +87,7 @@ internal sealed class WaitsFor : LockingProtocol
     {
         Span<bool> visited = stackalloc bool[_workers];
         Span<int> stack = stackalloc int[_workers];
+        Span<bool> nextToStart = stackalloc bool[_missesTwoCycles ? _workers : 0];
         int depth = 0;
         stack[depth++] = start;
         while (depth > 0)
@@ -95,9 +98,14 @@ internal sealed class WaitsFor : LockingProtocol
             for (int h = 0; h < _workers; h++)
             {
                 if (h == w || FindHeld(h, waiting) < 0) continue;
-                if (h == start) return true;
+                if (h == start)
+                {
+                    if (_missesTwoCycles && w != start && nextToStart[w]) continue; // the twin: a cycle of two unseen
+                    return true;
+                }
                 if (visited[h]) continue;
                 visited[h] = true;
+                if (_missesTwoCycles && w == start) nextToStart[h] = true;
                 stack[depth++] = h;
             }
         }
