@@ -38,6 +38,7 @@ return verb switch
     "coyote" => Chain(Build, () => Coyote(rest).Code),
     "traces" => Chain(Build, () => Traces(rest).Code),
     "fuzz" => Chain(Build, () => Fuzz(rest)),
+    "mutants" => Chain(Build, Mutants),
     "bench" => Run("dotnet", ["run", "-c", "Release", "--project", "bench/Contend.Benchmarks", "--", .. rest]).Code,
     "run" => Chain(Build, () => Run("dotnet", [contend, "run", .. rest]).Code),
     "demo" => Chain(Build, () => Run("dotnet", [contend, "demo", .. rest]).Code),
@@ -58,6 +59,7 @@ int Help()
         "  traces [--runs N] StealDB's and Chiller's trace validation: record engine runs, check them against the specs with TLC\n" +
         "  fuzz [seconds]   the front door's fuzzer sampling cases for that long (default 600), shrinking what fails;\n" +
         "                   its result is appended to docs/measured/data/fuzz.ndjson\n" +
+        "  mutants          write docs/mutants.md, the matrix of every mutant and where it is caught, from the sources\n" +
         "  bench [args]     BenchmarkDotNet benchmarks\n" +
         "  run [args]       contend run (see: run --help)\n" +
         "  study <name>     a paper's throughput study: stealdb, strife or reactdb (study --help lists its options)\n" +
@@ -129,6 +131,10 @@ int Fuzz(string[] args)
     Console.WriteLine(line);
     return run.Code;
 }
+
+// docs/mutants.md from the sources: the house rules' test that holds the page to them, told to write it.
+int Mutants() => Run("dotnet", ["test", "tests/Contend.Tests", "-c", "Release", "--no-build", "--nologo", "--filter", "FullyQualifiedName~TheMutantMatrixIsCurrent"],
+                     ("CONTEND_WRITE_MUTANTS", "1")).Code;
 
 // The sample services: samples/Bank, or samples/Mart when the first argument is "mart".
 int Sample(string[] args)

@@ -137,5 +137,16 @@ public partial class HouseRulesTests
         Assert.True(found.Count == 0, "ticket numbers in the project's text:\n" + string.Join('\n', found));
     }
 
+    /// <summary>docs/mutants.md is what <see cref="MutantMatrix"/> makes of the sources now;
+    /// <c>dotnet run build/Build.cs -- mutants</c> writes it (this test, told to).</summary>
+    [Fact]
+    public void TheMutantMatrixIsCurrent()
+    {
+        string made = MutantMatrix.Generate(Root), page = Path.Combine(Root, MutantMatrix.Page);
+        if (Environment.GetEnvironmentVariable("CONTEND_WRITE_MUTANTS") == "1") File.WriteAllText(page, made);
+        Assert.True(File.Exists(page) && File.ReadAllText(page) == made,
+                    $"{MutantMatrix.Page} is not what the sources make: run dotnet run build/Build.cs -- mutants");
+    }
+
     static int Line(string text, int index) => text.AsSpan(0, index).Count('\n') + 1;
 }
