@@ -1,4 +1,5 @@
 using BenchmarkDotNet.Attributes;
+using Contend.Engine.Locks;
 using Contend.Engine.Protocols.TwoPhaseLocking;
 using Contend.Engine.Runtime;
 using Contend.Engine.Storage;

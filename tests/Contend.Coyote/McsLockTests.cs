@@ -1,5 +1,6 @@
-using Contend.Engine.Protocols;
+using Contend.Engine.Locks;
 using Contend.Engine.Protocols.TwoPhaseLocking;
+using Contend.Engine.Protocols;
 using Contend.Engine.Runtime;
 using Microsoft.Coyote.Random;
 using Microsoft.Coyote.Specifications;

@@ -1,3 +1,4 @@
+using Contend.Engine.Locks;
 using Contend.Engine.Protocols.TwoPhaseLocking;
 
 namespace Contend.Tests;

@@ -1,5 +1,6 @@
 using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
+using Contend.Engine.Locks;
 using Contend.Engine.Protocols.TwoPhaseLocking;
 using Contend.Engine.Storage;
 

@@ -123,8 +123,8 @@ public sealed unsafe class Table
     }
 
     /// <summary>The row's record word. Its layout belongs to the protocol family that runs on the
-    /// table: 2PL's lock word (<see cref="Protocols.TwoPhaseLocking.LockWord"/>), the queue
-    /// locks' tail (<see cref="Protocols.TwoPhaseLocking.McsLock"/>), or Silo's lock bit and
+    /// table: 2PL's lock word (<see cref="Locks.LockWord"/>), the queue
+    /// locks' tail (<see cref="Locks.McsLock"/>), or Silo's lock bit and
     /// version (<see cref="Protocols.Silo.SiloOcc"/>).</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     internal ref long Word(int row) => ref Unsafe.AsRef<long>(Row(row) + WordOffset);

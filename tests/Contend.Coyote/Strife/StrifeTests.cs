@@ -1,9 +1,10 @@
 using System.Buffers.Binary;
 using Contend.Engine.History;
+using Contend.Engine.Locks;
 using Contend.Engine.Programs;
-using Contend.Engine.Protocols;
 using Contend.Engine.Protocols.Strife;
 using Contend.Engine.Protocols.TwoPhaseLocking;
+using Contend.Engine.Protocols;
 using Contend.Engine.Runtime;
 using Contend.Engine.Storage;
 using Microsoft.Coyote.Specifications;

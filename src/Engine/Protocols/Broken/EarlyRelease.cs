@@ -1,3 +1,4 @@
+using Contend.Engine.Locks;
 using Contend.Engine.Protocols.TwoPhaseLocking;
 using Contend.Engine.Runtime;
 using Contend.Engine.Storage;

@@ -1,5 +1,6 @@
 using System.Diagnostics;
 using Contend.Engine.History;
+using Contend.Engine.Locks;
 using Contend.Engine.Runtime;
 using Contend.Engine.Storage;
 

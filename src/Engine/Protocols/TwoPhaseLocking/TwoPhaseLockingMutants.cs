@@ -8,7 +8,7 @@ internal enum TwoPhaseLockingMutants
     None = 0,
     /// <summary>MCSLock.tla MutantReleaseClearTail: UNLOCK clears the tail without a CAS
     /// (the paper's one-line UNLOCK), losing the wake-up of a waiter not yet linked (the
-    /// exclusive <see cref="McsLock"/>).</summary>
+    /// exclusive <see cref="Locks.McsLock"/>).</summary>
     McsReleaseClearTail = 1,
     /// <summary>NoWait that takes the lock without checking it is held (no mutual exclusion).</summary>
     NoWaitIgnoreLock = 2,

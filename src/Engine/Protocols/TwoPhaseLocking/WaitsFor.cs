@@ -1,4 +1,5 @@
 using Contend.Engine.History;
+using Contend.Engine.Locks;
 using Contend.Engine.Runtime;
 using Contend.Engine.Storage;
 

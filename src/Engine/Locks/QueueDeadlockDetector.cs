@@ -1,11 +1,11 @@
 using System.Diagnostics;
 using Contend.Engine.Runtime;
 
-namespace Contend.Engine.Protocols.TwoPhaseLocking;
+namespace Contend.Engine.Locks;
 
 /// <summary>
 /// Deadlock detection for MCS queue locks, the waits-for graph of specs/StealDB/StealDBDeadlock.tla
-/// (proofs/StealDB.md section 4.7), shared by <see cref="Mcs"/> and the StealDB family. Each
+/// (proofs/StealDB.md section 4.7), shared by <see cref="Protocols.TwoPhaseLocking.Mcs"/> and the StealDB family. Each
 /// worker publishes the frames of its stack that wait for a lock (which transaction slot's op
 /// each runs, and the queue node it waits on), and each queue node records the node queued
 /// ahead of it (<see cref="McsLock.AheadOf"/>). A frame that does not wait has no edge out

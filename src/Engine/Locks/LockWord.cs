@@ -1,6 +1,6 @@
 using System.Runtime.CompilerServices;
 
-namespace Contend.Engine.Protocols.TwoPhaseLocking;
+namespace Contend.Engine.Locks;
 
 /// <summary>
 /// The record word of the 2PL family (NoWait, WaitDie, WaitsFor, Ordered):

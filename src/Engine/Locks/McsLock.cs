@@ -1,7 +1,8 @@
 using System.Diagnostics;
+using Contend.Engine.Protocols;
 using Contend.Engine.Runtime;
 
-namespace Contend.Engine.Protocols.TwoPhaseLocking;
+namespace Contend.Engine.Locks;
 
 /// <summary>
 /// The MCS queue lock of specs/MCSLock/MCSLock.tla (exclusive: <see cref="TryLock(ref long, int)"/>,
