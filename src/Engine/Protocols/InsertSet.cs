@@ -33,18 +33,18 @@ internal static class InsertSet
         if (n == 0) return Vote.Yes;
         var program = ctx.Program;
         Debug.Assert(ctx.InsertsClaimed == 0, $"program {program.Name}: inserts prepared twice in one attempt");
-        Debug.Assert(!ctx.InsertRowsReserved || ctx.InsOp.AsSpan(0, n).SequenceEqual(program.InsertsInOrder),
+        Debug.Assert(!ctx.InsertRowsReserved || ctx.InsertOp.AsSpan(0, n).SequenceEqual(program.InsertsInOrder),
                      $"program {program.Name}: the inserts made are not the ones rows were reserved for");
         // Each claim takes a random index slot by CAS, and a locked instruction waits for its
         // line: asking for every slot's line first, with the rows made and filled in between,
         // makes the misses overlap instead. So do the rows' own: every row is made (its key
         // stored in its header) before the first body runs.
-        for (int i = 0; i < n; i++) db[program.Ops[ctx.InsOp[i]].TableId].PrefetchIndex(ctx.InsKey[i]);
+        for (int i = 0; i < n; i++) db[program.Ops[ctx.InsertOp[i]].TableId].PrefetchIndex(ctx.InsertKey[i]);
         for (int i = 0; i < n; i++)
         {
-            var table = db[program.Ops[ctx.InsOp[i]].TableId];
-            if (ctx.InsertRowsReserved) table.Assign(ctx.InsRow[i], ctx.InsKey[i]);
-            else if ((ctx.InsRow[i] = table.Allocate(ctx.InsKey[i])) < 0) return new Vote(AbortReason.TableFull);
+            var table = db[program.Ops[ctx.InsertOp[i]].TableId];
+            if (ctx.InsertRowsReserved) table.Assign(ctx.InsertRow[i], ctx.InsertKey[i]);
+            else if ((ctx.InsertRow[i] = table.Allocate(ctx.InsertKey[i])) < 0) return new Vote(AbortReason.TableFull);
             else ctx.InsertRowsMade = i + 1;
         }
         SortByKey(ctx);
@@ -52,12 +52,12 @@ internal static class InsertSet
         // which only this attempt's end gives up. Sorted, they are neighbours.
         for (int k = 1; k < n; k++)
         {
-            int earlier = ctx.InsOrder[k - 1], later = ctx.InsOrder[k];
-            var op = program.Ops[ctx.InsOp[later]];
-            if (ctx.InsKey[earlier] != ctx.InsKey[later] || program.Ops[ctx.InsOp[earlier]].TableId != op.TableId) continue;
-            var first = program.Ops[Math.Min(ctx.InsOp[earlier], ctx.InsOp[later])];
-            var second = program.Ops[Math.Max(ctx.InsOp[earlier], ctx.InsOp[later])];
-            ctx.Duplicate = new DuplicateKey(program.Name, second.Name, db[op.TableId].Name, ctx.InsKey[later]) { InsertedBy = first.Name };
+            int earlier = ctx.InsertOrder[k - 1], later = ctx.InsertOrder[k];
+            var op = program.Ops[ctx.InsertOp[later]];
+            if (ctx.InsertKey[earlier] != ctx.InsertKey[later] || program.Ops[ctx.InsertOp[earlier]].TableId != op.TableId) continue;
+            var first = program.Ops[Math.Min(ctx.InsertOp[earlier], ctx.InsertOp[later])];
+            var second = program.Ops[Math.Max(ctx.InsertOp[earlier], ctx.InsertOp[later])];
+            ctx.Duplicate = new DuplicateKey(program.Name, second.Name, db[op.TableId].Name, ctx.InsertKey[later]) { InsertedBy = first.Name };
             return new Vote(AbortReason.DuplicateKey);
         }
         // Then one insert at a time: filled, then claimed. A claim's CAS waits for the stores
@@ -67,10 +67,10 @@ internal static class InsertSet
         // that are not inserts, so their order does not matter.
         for (int k = 0; k < n; k++)
         {
-            int i = ctx.InsOrder[k];
-            var op = program.Ops[ctx.InsOp[i]];
+            int i = ctx.InsertOrder[k];
+            var op = program.Ops[ctx.InsertOp[i]];
             var table = db[op.TableId];
-            int row = ctx.InsRow[i];
+            int row = ctx.InsertRow[i];
             long result = program.RunBody(op, write: true, table.Payload(row), ctx.Args, ctx.Results);
             if (result == TxnProgram.UserAbort) return new Vote(AbortReason.User);
             ctx.Results[op.Index] = result;
@@ -81,10 +81,10 @@ internal static class InsertSet
             if (slot == Table.GaveUp) return new Vote(AbortReason.Deadline);
             if (slot < 0)
             {
-                ctx.Duplicate = new DuplicateKey(program.Name, op.Name, table.Name, ctx.InsKey[i]);
+                ctx.Duplicate = new DuplicateKey(program.Name, op.Name, table.Name, ctx.InsertKey[i]);
                 return new Vote(AbortReason.DuplicateKey);
             }
-            ctx.InsSlot[i] = slot;
+            ctx.InsertSlot[i] = slot;
             ctx.InsertsClaimed = k + 1;
         }
         return Vote.Yes;
@@ -96,10 +96,10 @@ internal static class InsertSet
         Debug.Assert(ctx.InsertsClaimed == ctx.InsertCount, $"program {ctx.Program.Name}: inserts committed without every key claimed");
         for (int k = 0; k < ctx.InsertsClaimed; k++)
         {
-            int i = ctx.InsOrder[k];
-            var table = db[ctx.Program.Ops[ctx.InsOp[i]].TableId];
-            table.Reveal(ctx.InsSlot[i]);
-            history?.Add(new Access(HistoryRecorder.RowKey(table.Id, ctx.InsRow[i]), HistoryRecorder.NewRow, true));
+            int i = ctx.InsertOrder[k];
+            var table = db[ctx.Program.Ops[ctx.InsertOp[i]].TableId];
+            table.Reveal(ctx.InsertSlot[i]);
+            history?.Add(new Access(HistoryRecorder.RowKey(table.Id, ctx.InsertRow[i]), HistoryRecorder.NewRow, true));
         }
         ctx.InsertsClaimed = 0;
         ctx.InsertRowsMade = 0;
@@ -117,28 +117,28 @@ internal static class InsertSet
         int claimed = ctx.InsertsClaimed;
         for (int k = 0; k < claimed; k++)
         {
-            int i = ctx.InsOrder[k];
-            db[ctx.Program.Ops[ctx.InsOp[i]].TableId].Retract(ctx.InsSlot[i]);
+            int i = ctx.InsertOrder[k];
+            db[ctx.Program.Ops[ctx.InsertOp[i]].TableId].Retract(ctx.InsertSlot[i]);
         }
         ctx.InsertsClaimed = 0;
         int made = ctx.InsertRowsMade;
         if (made == ctx.InsertCount)
         {
-            // Every row was made, so the inserts were sorted: the unclaimed ones follow the claimed in InsOrder.
+            // Every row was made, so the inserts were sorted: the unclaimed ones follow the claimed in InsertOrder.
             for (int k = claimed; k < made; k++)
             {
-                int i = ctx.InsOrder[k];
-                db[ctx.Program.Ops[ctx.InsOp[i]].TableId].Release(ctx.InsRow[i]);
+                int i = ctx.InsertOrder[k];
+                db[ctx.Program.Ops[ctx.InsertOp[i]].TableId].Release(ctx.InsertRow[i]);
             }
         }
         else
         {
-            for (int i = 0; i < made; i++) db[ctx.Program.Ops[ctx.InsOp[i]].TableId].Release(ctx.InsRow[i]); // the table filled: none claimed
+            for (int i = 0; i < made; i++) db[ctx.Program.Ops[ctx.InsertOp[i]].TableId].Release(ctx.InsertRow[i]); // the table filled: none claimed
         }
         ctx.InsertRowsMade = 0;
     }
 
-    /// <summary>Insertion sort of the inserts by (table, key) into <see cref="TxnContext.InsOrder"/>:
+    /// <summary>Insertion sort of the inserts by (table, key) into <see cref="TxnContext.InsertOrder"/>:
     /// the one order every attempt claims keys in. A program's inserts usually come in that order
     /// already (TPC-C's order lines by line number), so it costs a compare each.</summary>
     static void SortByKey(TxnContext ctx)
@@ -146,18 +146,18 @@ internal static class InsertSet
         var ops = ctx.Program.Ops;
         int n = ctx.InsertCount;
         Span<int> tables = stackalloc int[n];
-        for (int i = 0; i < n; i++) tables[i] = ops[ctx.InsOp[i]].TableId;
+        for (int i = 0; i < n; i++) tables[i] = ops[ctx.InsertOp[i]].TableId;
         for (int i = 0; i < n; i++)
         {
             int table = tables[i];
-            long key = ctx.InsKey[i];
+            long key = ctx.InsertKey[i];
             int j = i - 1;
-            while (j >= 0 && (tables[ctx.InsOrder[j]] > table || tables[ctx.InsOrder[j]] == table && ctx.InsKey[ctx.InsOrder[j]] > key))
+            while (j >= 0 && (tables[ctx.InsertOrder[j]] > table || tables[ctx.InsertOrder[j]] == table && ctx.InsertKey[ctx.InsertOrder[j]] > key))
             {
-                ctx.InsOrder[j + 1] = ctx.InsOrder[j];
+                ctx.InsertOrder[j + 1] = ctx.InsertOrder[j];
                 j--;
             }
-            ctx.InsOrder[j + 1] = i;
+            ctx.InsertOrder[j + 1] = i;
         }
     }
 }

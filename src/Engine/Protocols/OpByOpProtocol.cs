@@ -70,8 +70,8 @@ internal abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtoc
             long key = op.ResolveKey(args, ctx.Results);
             if (op.Mode == AccessMode.Insert)
             {
-                ctx.InsOp[ctx.InsertCount] = i;
-                ctx.InsKey[ctx.InsertCount++] = key;
+                ctx.InsertOp[ctx.InsertCount] = i;
+                ctx.InsertKey[ctx.InsertCount++] = key;
                 continue;
             }
             var table = Db[op.TableId];
@@ -103,8 +103,8 @@ internal abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtoc
         var op = program.Ops[opIndex];
         if (op.Mode == AccessMode.Insert)
         {
-            ctx.InsOp[ctx.InsertCount] = opIndex;
-            ctx.InsKey[ctx.InsertCount++] = key;
+            ctx.InsertOp[ctx.InsertCount] = opIndex;
+            ctx.InsertKey[ctx.InsertCount++] = key;
             reason = AbortReason.None;
             return OpStep.Done;
         }
@@ -198,8 +198,8 @@ internal abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtoc
         {
             int a = accesses[i];
             int j = i - 1;
-            while (j >= 0 && (ctx.AccTable[accesses[j]] > ctx.AccTable[a] ||
-                              (ctx.AccTable[accesses[j]] == ctx.AccTable[a] && ctx.AccRow[accesses[j]] > ctx.AccRow[a])))
+            while (j >= 0 && (ctx.AccessTable[accesses[j]] > ctx.AccessTable[a] ||
+                              (ctx.AccessTable[accesses[j]] == ctx.AccessTable[a] && ctx.AccessRow[accesses[j]] > ctx.AccessRow[a])))
             {
                 accesses[j + 1] = accesses[j];
                 j--;
@@ -212,7 +212,7 @@ internal abstract class OpByOpProtocol(ProtocolSetup setup) : ITransactionProtoc
     protected static void RecordAccesses(TxnContext ctx, List<Access> history, Func<TxnContext, int, bool> written)
     {
         for (int i = 0; i < ctx.AccessCount; i++)
-            history.Add(new Access(HistoryRecorder.RowKey(ctx.AccTable[i], ctx.AccRow[i]), ctx.AccVersion[i], written(ctx, i)));
+            history.Add(new Access(HistoryRecorder.RowKey(ctx.AccessTable[i], ctx.AccessRow[i]), ctx.AccessVersion[i], written(ctx, i)));
     }
 }
 

@@ -52,10 +52,10 @@ internal sealed class TxnContext
     /// <summary>The most distinct rows an attempt may touch: <see cref="MaxOps"/> (a row per op) unless
     /// the context was made for logic that is not a DAG of ops (a ReactDB context).</summary>
     public readonly int AccessCapacity;
-    public readonly int[] AccTable;
-    public readonly int[] AccRow;
+    public readonly int[] AccessTable;
+    public readonly int[] AccessRow;
     /// <summary>Version observed when the row was first read (the history's reads-from; Silo's validation).</summary>
-    public readonly long[] AccVersion;
+    public readonly long[] AccessVersion;
     /// <summary>The attempt's bytes: before-images (2PL) or private copies (Silo), taken by <see cref="Reserve"/>.</summary>
     public readonly byte[] Buffer;
     public int BufferUsed;
@@ -65,20 +65,20 @@ internal sealed class TxnContext
 
     // Inserts, applied at commit.
     public int InsertCount;
-    /// <summary>Set when InsRow already holds a reserved row for each insert the attempt will
+    /// <summary>Set when InsertRow already holds a reserved row for each insert the attempt will
     /// make (in the program's <see cref="TxnProgram.InsertsInOrder"/>); cleared by <see cref="BeginAttempt"/>.</summary>
     public bool InsertRowsReserved;
-    public readonly int[] InsOp = new int[MaxOps];
-    public readonly long[] InsKey = new long[MaxOps];
-    public readonly int[] InsRow = new int[MaxOps];
+    public readonly int[] InsertOp = new int[MaxOps];
+    public readonly long[] InsertKey = new long[MaxOps];
+    public readonly int[] InsertRow = new int[MaxOps];
     /// <summary>The index slot each insert claimed (valid for the first <see cref="InsertsClaimed"/>
-    /// of <see cref="InsOrder"/>).</summary>
-    internal readonly int[] InsSlot = new int[MaxOps];
+    /// of <see cref="InsertOrder"/>).</summary>
+    internal readonly int[] InsertSlot = new int[MaxOps];
     /// <summary>The inserts by (table, key): the order their keys are claimed in.</summary>
-    internal readonly int[] InsOrder = new int[MaxOps];
-    /// <summary>How many of <see cref="InsOrder"/> hold a claimed key, which an abort gives back.</summary>
+    internal readonly int[] InsertOrder = new int[MaxOps];
+    /// <summary>How many of <see cref="InsertOrder"/> hold a claimed key, which an abort gives back.</summary>
     internal int InsertsClaimed;
-    /// <summary>How many of <see cref="InsRow"/> this attempt allocated (not reserved for it), which an abort gives back.</summary>
+    /// <summary>How many of <see cref="InsertRow"/> this attempt allocated (not reserved for it), which an abort gives back.</summary>
     internal int InsertRowsMade;
     /// <summary>Set when the last attempt ended <see cref="Protocols.AbortReason.DuplicateKey"/>: the
     /// insert refused. Cleared by <see cref="BeginAttempt"/>.</summary>
@@ -98,9 +98,9 @@ internal sealed class TxnContext
         Worker = worker;
         Recorder = recorder;
         AccessCapacity = accessCapacity;
-        AccTable = new int[accessCapacity];
-        AccRow = new int[accessCapacity];
-        AccVersion = new long[accessCapacity];
+        AccessTable = new int[accessCapacity];
+        AccessRow = new int[accessCapacity];
+        AccessVersion = new long[accessCapacity];
         Scratch = new int[accessCapacity];
         Buffer = new byte[bufferBytes];
     }
@@ -162,7 +162,7 @@ internal sealed class TxnContext
     public int FindAccess(int table, int row)
     {
         for (int i = 0; i < AccessCount; i++)
-            if (AccRow[i] == row && AccTable[i] == table) return i;
+            if (AccessRow[i] == row && AccessTable[i] == table) return i;
         return -1;
     }
 
@@ -170,9 +170,9 @@ internal sealed class TxnContext
     {
         Debug.Assert(AccessCount < AccessCapacity, $"program {Program.Name}: more than {AccessCapacity} distinct rows");
         int i = AccessCount++;
-        AccTable[i] = table;
-        AccRow[i] = row;
-        AccVersion[i] = 0;
+        AccessTable[i] = table;
+        AccessRow[i] = row;
+        AccessVersion[i] = 0;
         return i;
     }
 

@@ -289,9 +289,9 @@ public static class StrifeTests
         {
             for (int i = 0; i < ctx.AccessCount; i++)
             {
-                long word = Volatile.Read(ref table.Word(ctx.AccRow[i]));
+                long word = Volatile.Read(ref table.Word(ctx.AccessRow[i]));
                 if (LockWord.IsExclusive(word) && LockWord.Timestamp(word) == (ctx.Timestamp & ((1L << 48) - 1)))
-                    fail($"LocksMatchAttemptInv: batch {batch}, slot {slot} aborted an attempt but still holds row {table.Key(ctx.AccRow[i])}");
+                    fail($"LocksMatchAttemptInv: batch {batch}, slot {slot} aborted an attempt but still holds row {table.Key(ctx.AccessRow[i])}");
             }
         }
 

@@ -30,7 +30,7 @@ internal sealed class EarlyRelease(ProtocolSetup setup) : LockingProtocol(setup)
     protected override void AfterOp(TxnContext ctx, Table table, int access)
     {
         var state = State(ctx);
-        if (state.Image[access] >= 0) Volatile.Write(ref table.Version(ctx.AccRow[access]), ctx.TxnId);
+        if (state.Image[access] >= 0) Volatile.Write(ref table.Version(ctx.AccessRow[access]), ctx.TxnId);
         Unlock(ctx, state, table, access);
     }
 }

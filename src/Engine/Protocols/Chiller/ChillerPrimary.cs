@@ -144,7 +144,7 @@ internal sealed partial class ChillerPrimary
     {
         var reads = new ChillerRead[Math.Max(0, ctx.AccessCount - from)];
         for (int i = from; i < ctx.AccessCount; i++)
-            reads[i - from] = new ChillerRead(ctx.AccTable[i], _db[ctx.AccTable[i]].Key(ctx.AccRow[i]), ctx.AccVersion[i]);
+            reads[i - from] = new ChillerRead(ctx.AccessTable[i], _db[ctx.AccessTable[i]].Key(ctx.AccessRow[i]), ctx.AccessVersion[i]);
         return reads;
     }
 
@@ -153,9 +153,9 @@ internal sealed partial class ChillerPrimary
     {
         var accesses = new Access[ctx.AccessCount + ctx.InsertCount];
         for (int i = 0; i < ctx.AccessCount; i++)
-            accesses[i] = new Access(HistoryRecorder.RowKey(ctx.AccTable[i], ctx.AccRow[i]), ctx.AccVersion[i], _protocol.Wrote(ctx, i));
+            accesses[i] = new Access(HistoryRecorder.RowKey(ctx.AccessTable[i], ctx.AccessRow[i]), ctx.AccessVersion[i], _protocol.Wrote(ctx, i));
         for (int i = 0; i < ctx.InsertCount; i++)
-            accesses[ctx.AccessCount + i] = new Access(HistoryRecorder.RowKey(ctx.Program.Ops[ctx.InsOp[i]].TableId, ctx.InsRow[i]), HistoryRecorder.NewRow, true);
+            accesses[ctx.AccessCount + i] = new Access(HistoryRecorder.RowKey(ctx.Program.Ops[ctx.InsertOp[i]].TableId, ctx.InsertRow[i]), HistoryRecorder.NewRow, true);
         return accesses;
     }
 
@@ -184,13 +184,13 @@ internal sealed partial class ChillerPrimary
         for (int i = 0; i < ctx.AccessCount; i++)
         {
             if (!_protocol.Wrote(ctx, i)) continue;
-            var table = db[ctx.AccTable[i]];
-            rows.Add(new RowImage(table.Id, table.Key(ctx.AccRow[i]), false, table.Payload(ctx.AccRow[i]).ToArray()));
+            var table = db[ctx.AccessTable[i]];
+            rows.Add(new RowImage(table.Id, table.Key(ctx.AccessRow[i]), false, table.Payload(ctx.AccessRow[i]).ToArray()));
         }
         for (int i = 0; i < ctx.InsertCount; i++)
         {
-            var table = db[ctx.Program.Ops[ctx.InsOp[i]].TableId];
-            rows.Add(new RowImage(table.Id, ctx.InsKey[i], true, table.Payload(ctx.InsRow[i]).ToArray()));
+            var table = db[ctx.Program.Ops[ctx.InsertOp[i]].TableId];
+            rows.Add(new RowImage(table.Id, ctx.InsertKey[i], true, table.Payload(ctx.InsertRow[i]).ToArray()));
         }
         return rows.ToArray();
     }

@@ -169,7 +169,7 @@ public sealed class ReactorCall
         int access = -1;
         if (kind == RowAccess.Blind) data = _engine.Silo.GrantBlind(ctx, table, row);
         else if (!_engine.Silo.TryGrant(ctx, table, row, kind == RowAccess.Write, out data, out access)) return false;
-        if (first && kind != RowAccess.Blind) Record(trace, ReactDbStep.ReadOp, key: key, read: ctx.AccVersion[access]);
+        if (first && kind != RowAccess.Blind) Record(trace, ReactDbStep.ReadOp, key: key, read: ctx.AccessVersion[access]);
         if (kind != RowAccess.Read)
         {
             Record(trace, ReactDbStep.WriteLoad, key: key);

@@ -74,7 +74,7 @@ internal sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
         state.Copy[access] = copy;
         state.Mode[access] = write ? InWriteSet : SiloState.ReadOnly;
         state.Blind[access] = false;
-        ctx.AccVersion[access] = version;
+        ctx.AccessVersion[access] = version;
         return access;
     }
 
@@ -153,14 +153,14 @@ internal sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
         SortByRow(ctx, writes);
         foreach (int i in writes)
         {
-            ref long word = ref Db[ctx.AccTable[i]].Word(ctx.AccRow[i]);
+            ref long word = ref Db[ctx.AccessTable[i]].Word(ctx.AccessRow[i]);
             var wait = new SpinWait();
             while (true)
             {
                 long seen = Volatile.Read(ref word);
                 if ((seen & LockBit) == 0 && Interlocked.CompareExchange(ref word, seen | LockBit, seen) == seen)
                 {
-                    if (state.Blind[i]) ctx.AccVersion[i] = seen; // the version this write overwrites
+                    if (state.Blind[i]) ctx.AccessVersion[i] = seen; // the version this write overwrites
                     break;
                 }
                 if (!waitForLocks && (seen & LockBit) != 0) return new Vote(AbortReason.LockBusy);
@@ -179,9 +179,9 @@ internal sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
         for (int i = 0; i < ctx.AccessCount; i++)
         {
             if (state.Blind[i]) continue;
-            long now = Volatile.Read(ref Db[ctx.AccTable[i]].Word(ctx.AccRow[i]));
+            long now = Volatile.Read(ref Db[ctx.AccessTable[i]].Word(ctx.AccessRow[i]));
             bool lockedByOther = (now & LockBit) != 0 && state.Mode[i] != LockedByMe && !_readIgnoresLocks;
-            if ((now & ~LockBit) != ctx.AccVersion[i] || lockedByOther) return new Vote(AbortReason.Validation);
+            if ((now & ~LockBit) != ctx.AccessVersion[i] || lockedByOther) return new Vote(AbortReason.Validation);
         }
         return Vote.Yes;
     }
@@ -226,8 +226,8 @@ internal sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
         for (int i = 0; i < ctx.AccessCount; i++)
         {
             if (state.Mode[i] != LockedByMe) continue;
-            var table = Db[ctx.AccTable[i]];
-            int row = ctx.AccRow[i];
+            var table = Db[ctx.AccessTable[i]];
+            int row = ctx.AccessRow[i];
             ctx.Buffer.AsSpan(state.Copy[i], table.PayloadSize).CopyTo(table.Payload(row));
             Volatile.Write(ref table.Version(row), ctx.TxnId);
             Volatile.Write(ref table.Word(row), ctx.TxnId);
@@ -244,7 +244,7 @@ internal sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
         for (int i = 0; i < ctx.AccessCount; i++)
         {
             if (state.Mode[i] != LockedByMe) continue;
-            ref long word = ref Db[ctx.AccTable[i]].Word(ctx.AccRow[i]);
+            ref long word = ref Db[ctx.AccessTable[i]].Word(ctx.AccessRow[i]);
             Volatile.Write(ref word, Volatile.Read(ref word) & ~LockBit);
             state.Mode[i] = SiloState.ReadOnly;
         }

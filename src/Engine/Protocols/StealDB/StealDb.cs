@@ -283,8 +283,8 @@ internal sealed partial class StealDb : ITransactionProtocol
             ctx.InsertCount = inserts.Length;
             for (int k = 0; k < inserts.Length; k++)
             {
-                ctx.InsOp[k] = inserts[k];
-                ctx.InsKey[k] = s.Ops[inserts[k]].InsertKey;
+                ctx.InsertOp[k] = inserts[k];
+                ctx.InsertKey[k] = s.Ops[inserts[k]].InsertKey;
             }
             try
             {

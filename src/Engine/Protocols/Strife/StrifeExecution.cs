@@ -46,8 +46,8 @@ internal sealed class Unlocked(ProtocolSetup setup) : LockingProtocol(setup)
         var inserts = ctx.Program.InsertsInOrder;
         for (int i = 0; i < inserts.Length; i++)
         {
-            ctx.InsRow[i] = Db[ctx.Program.Ops[inserts[i]].TableId].Reserve();
-            if (ctx.InsRow[i] < 0) return false;
+            ctx.InsertRow[i] = Db[ctx.Program.Ops[inserts[i]].TableId].Reserve();
+            if (ctx.InsertRow[i] < 0) return false;
         }
         ctx.InsertRowsReserved = true;
         return true;

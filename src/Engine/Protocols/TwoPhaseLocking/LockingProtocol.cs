@@ -54,7 +54,7 @@ internal abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(se
     /// <summary>Releases whatever access <paramref name="access"/> holds.</summary>
     private protected virtual void Unlock(TxnContext ctx, LockingState state, Table table, int access)
     {
-        ref long word = ref table.Word(ctx.AccRow[access]);
+        ref long word = ref table.Word(ctx.AccessRow[access]);
         if (state.Mode[access] == Exclusive) LockWord.ReleaseExclusive(ref word);
         else if (state.Mode[access] == Shared) LockWord.ReleaseShared(ref word);
         state.Mode[access] = None;
@@ -69,7 +69,7 @@ internal abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(se
         {
             access = AddAccess(ctx, state, table.Id, row);
             if (!Lock(ctx, state, table, access, write, out reason)) return false;
-            ctx.AccVersion[access] = Volatile.Read(ref table.Version(row));
+            ctx.AccessVersion[access] = Volatile.Read(ref table.Version(row));
         }
         else if (write && state.Mode[access] != Exclusive)
         {
@@ -122,7 +122,7 @@ internal abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(se
                 if (added) ctx.AccessCount--; // nothing taken: the retry starts this access afresh
                 return OpStep.Wait;
             }
-            if (added) ctx.AccVersion[access] = Volatile.Read(ref table.Version(row));
+            if (added) ctx.AccessVersion[access] = Volatile.Read(ref table.Version(row));
         }
         reason = AbortReason.None;
         data = GrantRow(ctx, state, table, row, write, access);
@@ -143,7 +143,7 @@ internal abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(se
         var state = State(ctx);
         for (int i = 0; i < ctx.AccessCount; i++)
         {
-            if (state.Image[i] != LockingState.NotWritten) Volatile.Write(ref Db[ctx.AccTable[i]].Version(ctx.AccRow[i]), ctx.TxnId);
+            if (state.Image[i] != LockingState.NotWritten) Volatile.Write(ref Db[ctx.AccessTable[i]].Version(ctx.AccessRow[i]), ctx.TxnId);
         }
         if (history is not null)
         {
@@ -170,14 +170,14 @@ internal abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(se
     {
         var state = State(ctx);
         if (state.Image[access] < 0) return;
-        var table = Db[ctx.AccTable[access]];
-        ctx.Buffer.AsSpan(state.Image[access], table.PayloadSize).CopyTo(table.Payload(ctx.AccRow[access]));
+        var table = Db[ctx.AccessTable[access]];
+        ctx.Buffer.AsSpan(state.Image[access], table.PayloadSize).CopyTo(table.Payload(ctx.AccessRow[access]));
         state.Image[access] = LockingState.NotWritten;
     }
 
     /// <summary>Releases one access's lock before the attempt ends: only a twin does (Chiller's
     /// <c>OuterReleasesEarly</c>); the release at the end then finds nothing held.</summary>
-    internal void ReleaseForTwin(TxnContext ctx, int access) => Unlock(ctx, State(ctx), Db[ctx.AccTable[access]], access);
+    internal void ReleaseForTwin(TxnContext ctx, int access) => Unlock(ctx, State(ctx), Db[ctx.AccessTable[access]], access);
 
     protected void RestoreImages(TxnContext ctx)
     {
@@ -185,15 +185,15 @@ internal abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(se
         for (int i = 0; i < ctx.AccessCount; i++)
         {
             if (state.Image[i] < 0) continue; // not written, or written without an image: nothing to restore
-            var table = Db[ctx.AccTable[i]];
-            ctx.Buffer.AsSpan(state.Image[i], table.PayloadSize).CopyTo(table.Payload(ctx.AccRow[i]));
+            var table = Db[ctx.AccessTable[i]];
+            ctx.Buffer.AsSpan(state.Image[i], table.PayloadSize).CopyTo(table.Payload(ctx.AccessRow[i]));
         }
     }
 
     protected virtual void ReleaseAll(TxnContext ctx)
     {
         var state = State(ctx);
-        for (int i = 0; i < ctx.AccessCount; i++) Unlock(ctx, state, Db[ctx.AccTable[i]], i);
+        for (int i = 0; i < ctx.AccessCount; i++) Unlock(ctx, state, Db[ctx.AccessTable[i]], i);
     }
 
     /// <summary>What a lock request does when the lock is held in a conflicting mode.</summary>
@@ -244,7 +244,7 @@ internal abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(se
     /// <summary>One attempt at the word for access <paramref name="access"/>: a fresh lock or an upgrade.</summary>
     private protected static LockResult TryLockWord(TxnContext ctx, LockingState state, Table table, int access, bool exclusive, out long holderTimestamp)
     {
-        ref long word = ref table.Word(ctx.AccRow[access]);
+        ref long word = ref table.Word(ctx.AccessRow[access]);
         var result = state.Mode[access] == Shared
             ? LockWord.TryUpgrade(ref word, ctx.Timestamp, out holderTimestamp)
             : LockWord.TryLock(ref word, exclusive, ctx.Timestamp, out holderTimestamp);

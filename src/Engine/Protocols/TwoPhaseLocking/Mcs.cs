@@ -83,7 +83,7 @@ internal sealed class Mcs : LockingProtocol
         reason = AbortReason.None;
         byte held = state.Mode[access];
         if (held == Exclusive || held == Shared && !exclusive) return true;
-        int node = Node(ctx, state, access), row = ctx.AccRow[access];
+        int node = Node(ctx, state, access), row = ctx.AccessRow[access];
         ref long word = ref table.Word(row);
         long key = ((long)table.Id << 32) | (uint)row;
         if (held == Shared)
@@ -108,7 +108,7 @@ internal sealed class Mcs : LockingProtocol
             }
         }
         state.Mode[access] = exclusive ? Exclusive : Shared;
-        if (held == Shared && Volatile.Read(ref table.Version(row)) != ctx.AccVersion[access])
+        if (held == Shared && Volatile.Read(ref table.Version(row)) != ctx.AccessVersion[access])
         {
             reason = AbortReason.Validation; // another writer came between the share and the upgrade
             return false;
@@ -145,13 +145,13 @@ internal sealed class Mcs : LockingProtocol
         for (int i = 0; i < ctx.AccessCount; i++)
         {
             byte mode = state.Mode[i];
-            if (mode == Exclusive) _lock.UnlockExclusive(ref Db[ctx.AccTable[i]].Word(ctx.AccRow[i]), Node(ctx, state, i));
-            else if (mode == Shared) _lock.UnlockShared(ref Db[ctx.AccTable[i]].Word(ctx.AccRow[i]), Node(ctx, state, i));
+            if (mode == Exclusive) _lock.UnlockExclusive(ref Db[ctx.AccessTable[i]].Word(ctx.AccessRow[i]), Node(ctx, state, i));
+            else if (mode == Shared) _lock.UnlockShared(ref Db[ctx.AccessTable[i]].Word(ctx.AccessRow[i]), Node(ctx, state, i));
             else if (mode is AbandonedShared or AbandonedExclusive) abandoned = i;
             if (mode is not (AbandonedShared or AbandonedExclusive)) state.Mode[i] = None;
         }
         if (abandoned < 0) return; // an attempt waits on at most one lock at a time: its last
-        ref long word = ref Db[ctx.AccTable[abandoned]].Word(ctx.AccRow[abandoned]);
+        ref long word = ref Db[ctx.AccessTable[abandoned]].Word(ctx.AccessRow[abandoned]);
         int node = Node(ctx, state, abandoned);
         if (_givingUp && _lock.TryAbandon(node))
         {

@@ -58,7 +58,7 @@ internal sealed class Ordered(ProtocolSetup setup) : LockingProtocol(setup)
         if (!_inProgramOrder) SortByRow(ctx, order); // the twin locks in the program's order
         foreach (int i in order)
         {
-            var table = Db[ctx.AccTable[i]];
+            var table = Db[ctx.AccessTable[i]];
             var wait = new SpinWait();
             while (TryLockWord(ctx, state, table, i, state.WantsExclusive[i], out _) != LockResult.Acquired)
             {
@@ -70,7 +70,7 @@ internal sealed class Ordered(ProtocolSetup setup) : LockingProtocol(setup)
                 }
                 Spin.Once(ref wait);
             }
-            ctx.AccVersion[i] = Volatile.Read(ref table.Version(ctx.AccRow[i]));
+            ctx.AccessVersion[i] = Volatile.Read(ref table.Version(ctx.AccessRow[i]));
         }
         return RunOps(ctx, out reason);
     }

@@ -33,7 +33,7 @@ internal sealed class WaitsFor : LockingProtocol
 
     private protected override bool Lock(TxnContext ctx, LockingState state, Table table, int access, bool exclusive, out AbortReason reason)
     {
-        long rowKey = HistoryRecorder.RowKey(table.Id, ctx.AccRow[access]);
+        long rowKey = HistoryRecorder.RowKey(table.Id, ctx.AccessRow[access]);
         int me = ctx.Worker * Stride;
         var wait = new SpinWait();
         for (int round = 0; ; round++)
