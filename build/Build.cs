@@ -38,11 +38,13 @@ return verb switch
     "coyote" => Chain(Build, () => Coyote(rest).Code),
     "traces" => Chain(Build, () => Traces(rest).Code),
     "fuzz" => Chain(Build, () => Fuzz(rest)),
-    "mutants" => Chain(Build, Mutants),
+    "docs" => Chain(Build, Docs),
     "bench" => Run("dotnet", ["run", "-c", "Release", "--project", "bench/Contend.Benchmarks", "--", .. rest]).Code,
     "run" => Chain(Build, () => Run("dotnet", [contend, "run", .. rest]).Code),
     "demo" => Chain(Build, () => Run("dotnet", [contend, "demo", .. rest]).Code),
-    "study" => Chain(Build, () => Run("dotnet", [contend, "study", .. rest]).Code),
+    // A study's runs are kept as data, in the folder the project commits (not a --small run's, which measures nothing).
+    "study" => Chain(Build, () => Run("dotnet", [contend, "study", .. rest,
+                                                 .. rest.Contains("--small") || rest.Contains("--data") ? [] : new[] { "--data", Path.Combine(root, "docs", "measured", "data") }]).Code),
     "pack" => Chain(Build, Pack),
     "sample" => Chain(Build, () => Sample(rest)),
     _ => Help(),
@@ -59,7 +61,8 @@ int Help()
         "  traces [--runs N] StealDB's and Chiller's trace validation: record engine runs, check them against the specs with TLC\n" +
         "  fuzz [seconds]   the front door's fuzzer sampling cases for that long (default 600), shrinking what fails;\n" +
         "                   its result is appended to docs/measured/data/fuzz.ndjson\n" +
-        "  mutants          write docs/mutants.md, the matrix of every mutant and where it is caught, from the sources\n" +
+        "  docs             write the pages made from the sources and data: docs/mutants.md, and every table\n" +
+        "                   a page makes from docs/measured/data\n" +
         "  bench [args]     BenchmarkDotNet benchmarks\n" +
         "  run [args]       contend run (see: run --help)\n" +
         "  study <name>     a paper's throughput study: stealdb, strife or reactdb (study --help lists its options)\n" +
@@ -132,9 +135,10 @@ int Fuzz(string[] args)
     return run.Code;
 }
 
-// docs/mutants.md from the sources: the house rules' test that holds the page to them, told to write it.
-int Mutants() => Run("dotnet", ["test", "tests/Contend.Tests", "-c", "Release", "--no-build", "--nologo", "--filter", "FullyQualifiedName~TheMutantMatrixIsCurrent"],
-                     ("CONTEND_WRITE_MUTANTS", "1")).Code;
+// The pages made from the sources and data: the house rules' tests that hold them, told to write them.
+int Docs() => Run("dotnet", ["test", "tests/Contend.Tests", "-c", "Release", "--no-build", "--nologo", "--filter",
+                             "FullyQualifiedName~TheMutantMatrixIsCurrent|FullyQualifiedName~EveryDataTableIsItsData"],
+                  ("CONTEND_WRITE_DOCS", "1")).Code;
 
 // The sample services: samples/Bank, or samples/Mart when the first argument is "mart".
 int Sample(string[] args)
@@ -149,6 +153,8 @@ int Sample(string[] args)
 
 int Test()
 {
+    var clock = Stopwatch.StartNew();
+    string commit = Run("git", ["rev-parse", "--short", "HEAD"]).Output.Trim();
     int build = Build();
     if (build != 0) return build;
     var suites = new List<(string Name, int Passed, int Failed, int Code)>();
@@ -204,7 +210,9 @@ int Test()
     Task.WaitAll(systematic, tlc);
     Directory.Delete(shared, recursive: true);
     foreach (var (name, run) in systematic.Result.Concat(tlc.Result)) Suite(name, run, closingLine, failedFirst: false);
-    Suite("Coyote (ReactDB)", Coyote(["ReactDB"]), closingLine, failedFirst: false);
+    var reactDb = Coyote(["ReactDB"]);
+    Suite("Coyote (ReactDB)", reactDb, closingLine, failedFirst: false);
+    string coyoteOutput = systematic.Result[0].Run.Output + "\n" + reactDb.Output;
 
     Console.WriteLine();
     Console.WriteLine($"{"suite",-28} {"passed",7} {"failed",7}");
@@ -212,8 +220,32 @@ int Test()
     int passedAll = suites.Sum(s => s.Passed), failedAll = suites.Sum(s => s.Failed);
     // Repeated under the table, so the end of a long CI log says which test failed and why.
     if (failures.Count > 0) Console.WriteLine("\nfailed:\n" + string.Join("\n", failures));
+    // A clean-clone run (CI=true) records itself as data: the run, and each Coyote test's outcome and iterations.
+    if (Environment.GetEnvironmentVariable("CI") == "true") Record(commit, clock.Elapsed, passedAll, failedAll, coyoteOutput);
     Console.WriteLine($"{passedAll} passed, {failedAll} failed");
     return failedAll == 0 && suites.All(s => s.Code == 0) ? 0 : 1;
+}
+
+// Appends the run to docs/measured/data/ci.ndjson and its Coyote tests to coyote.ndjson.
+void Record(string commit, TimeSpan took, int passed, int failed, string coyoteOutput)
+{
+    static string Text(string? value) => value is null ? "null" : $"\"{System.Text.Json.JsonEncodedText.Encode(value)}\"";
+    string date = DateTime.UtcNow.ToString("yyyy-MM-dd"), machine = $"{Environment.ProcessorCount} cores";
+    string data = Path.Combine(root, "docs", "measured", "data");
+    Directory.CreateDirectory(data);
+    int seconds = (int)Math.Round(took.TotalSeconds);
+    File.AppendAllText(Path.Combine(data, "ci.ndjson"),
+        $"{{\"commit\":{Text(commit)},\"date\":{Text(date)},\"ended\":{Text($"{passed} passed, {failed} failed")},\"passed\":{passed},\"failed\":{failed}," +
+        $"\"seconds\":{seconds},\"in_all\":{Text($"{seconds / 60} min {seconds % 60} s")},\"tlc\":null,\"traces\":null," +
+        $"\"command\":{Text("CI=true bash .ci/run")},\"machine\":{Text(machine)}}}\n");
+    // The runner's summary rows: name, expectation, outcome, iterations, seconds.
+    var rows = Regex.Matches(coyoteOutput, @"^(\w+)\s+(caught|no bug)\s+(caught|no bug)\s+([\d,]+)\s+([\d.]+)\s*$", RegexOptions.Multiline);
+    var lines = new System.Text.StringBuilder();
+    foreach (Match row in rows)
+        lines.Append($"{{\"commit\":{Text(commit)},\"date\":{Text(date)},\"test\":{Text(row.Groups[1].Value)},\"expect\":{Text(row.Groups[2].Value)}," +
+                     $"\"outcome\":{Text(row.Groups[3].Value)},\"iterations\":{row.Groups[4].Value.Replace(",", "")},\"seconds\":{row.Groups[5].Value}," +
+                     $"\"seed\":1,\"machine\":{Text(machine)}}}\n");
+    File.AppendAllText(Path.Combine(data, "coyote.ndjson"), lines.ToString());
 }
 
 // The lines of a failed suite's output that name what failed: xunit's "Failed <test>" with the

@@ -105,19 +105,25 @@ var studyFigures = new Option<string[]>("--figure")
     Description = "run only this figure (repeatable; e.g. hotset), and leave out the verdict, which reads every figure",
     AllowMultipleArgumentsPerToken = true,
 };
-var study = new Command("study", "a paper's throughput study: CSV, PNG per figure, and a summary against the paper") { studyName, studySeconds, studyWarmup, repeats, threads, studyOut, seed, small, studyFigures };
+var studyData = new Option<string?>("--data") { Description = "also append every run of the study's CSVs to DIR/study-NAME.ndjson (the project keeps them in docs/measured/data)" };
+var study = new Command("study", "a paper's throughput study: CSV, PNG per figure, and a summary against the paper") { studyName, studySeconds, studyWarmup, repeats, threads, studyOut, seed, small, studyFigures, studyData };
 study.SetAction(parse =>
 {
     var options = new StudyOptions(parse.GetValue(threads), parse.GetValue(studySeconds), parse.GetValue(studyWarmup), parse.GetValue(repeats),
                                    parse.GetValue(seed), parse.GetValue(small), parse.GetValue(studyFigures));
-    string dir = Path.Combine(parse.GetValue(studyOut)!, parse.GetValue(studyName)!);
-    return parse.GetValue(studyName) switch
+    string name = parse.GetValue(studyName)!, dir = Path.Combine(parse.GetValue(studyOut)!, name);
+    Func<int> runStudy = name switch
     {
-        "stealdb" => StealDbStudy.Run(options, dir, Environment.CommandLine, Console.Out),
-        "strife" => StrifeStudy.Run(options, dir, Environment.CommandLine, Console.Out),
-        "reactdb" => ReactDbStudy.Run(options, dir, Environment.CommandLine, Console.Out),
+        "stealdb" => () => StealDbStudy.Run(options, dir, Environment.CommandLine, Console.Out),
+        "strife" => () => StrifeStudy.Run(options, dir, Environment.CommandLine, Console.Out),
+        "reactdb" => () => ReactDbStudy.Run(options, dir, Environment.CommandLine, Console.Out),
         var other => throw new UsageException($"unknown study '{other}' (known: stealdb, strife, reactdb)"),
     };
+    var started = DateTime.UtcNow;
+    int code = runStudy();
+    if (parse.GetValue(studyData) is { } data)
+        Console.WriteLine($"{StudyData.Append(name, dir, started, data)} runs appended to {Path.Combine(data, $"study-{name}.ndjson")}");
+    return code;
 });
 
 var root = new RootCommand("contend: Contend's protocols on its workloads") { run, demo, study, ClusterCommand.Create() };

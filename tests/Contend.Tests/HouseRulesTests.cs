@@ -137,15 +137,34 @@ public partial class HouseRulesTests
         Assert.True(found.Count == 0, "ticket numbers in the project's text:\n" + string.Join('\n', found));
     }
 
-    /// <summary>docs/mutants.md is what <see cref="MutantMatrix"/> makes of the sources now;
-    /// <c>dotnet run build/Build.cs -- mutants</c> writes it (this test, told to).</summary>
+    /// <summary>Set by <c>dotnet run build/Build.cs -- docs</c>: the tests below write the pages
+    /// they hold to the sources and data, instead of failing on a difference.</summary>
+    static bool Writing => Environment.GetEnvironmentVariable("CONTEND_WRITE_DOCS") == "1";
+
+    /// <summary>docs/mutants.md is what <see cref="MutantMatrix"/> makes of the sources now.</summary>
     [Fact]
     public void TheMutantMatrixIsCurrent()
     {
         string made = MutantMatrix.Generate(Root), page = Path.Combine(Root, MutantMatrix.Page);
-        if (Environment.GetEnvironmentVariable("CONTEND_WRITE_MUTANTS") == "1") File.WriteAllText(page, made);
+        if (Writing) File.WriteAllText(page, made);
         Assert.True(File.Exists(page) && File.ReadAllText(page) == made,
-                    $"{MutantMatrix.Page} is not what the sources make: run dotnet run build/Build.cs -- mutants");
+                    $"{MutantMatrix.Page} is not what the sources make: run dotnet run build/Build.cs -- docs");
+    }
+
+    /// <summary>Every table a page makes from committed data (<see cref="DataTables"/>) is what its
+    /// data makes now.</summary>
+    [Fact]
+    public void EveryDataTableIsItsData()
+    {
+        var stale = new List<string>();
+        foreach (var file in ProjectFiles().Where(f => f.EndsWith(".md", StringComparison.Ordinal)))
+        {
+            string page = Path.Combine(Root, file), text = File.ReadAllText(page), made = DataTables.Regenerate(page, text);
+            if (made == text) continue;
+            if (Writing) File.WriteAllText(page, made);
+            else stale.Add(file);
+        }
+        Assert.True(stale.Count == 0, "tables that are not their data (run dotnet run build/Build.cs -- docs):\n" + string.Join('\n', stale));
     }
 
     static int Line(string text, int index) => text.AsSpan(0, index).Count('\n') + 1;

@@ -147,7 +147,7 @@ internal static partial class MutantMatrix
         page.Append("""
             # Mutants: where each broken step is caught
 
-            Made from the sources by `dotnet run build/Build.cs -- mutants`; a test fails when this
+            Made from the sources by `dotnet run build/Build.cs -- docs`; a test fails when this
             page and the sources disagree. A row is one broken step: a spec's mutant (the operator
             a TLC model substitutes), with the P cases, engine flags and tests that answer it (a P
             case's note or an engine flag's summary names the operator), or a flag of the engine

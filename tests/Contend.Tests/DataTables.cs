@@ -1,0 +1,46 @@
+using System.Globalization;
+using System.Text;
+using System.Text.Json;
+using System.Text.RegularExpressions;
+
+namespace Contend.Tests;
+
+/// <summary>
+/// The tables of the docs that are made from committed data: between
+/// <c>&lt;!-- table FILE: field, field as Header, ... --&gt;</c> and <c>&lt;!-- end table --&gt;</c>,
+/// one row per line of the NDJSON file (its path relative to the page), one column per field.
+/// </summary>
+internal static partial class DataTables
+{
+    [GeneratedRegex(@"<!-- table (?<file>[\w./-]+): (?<columns>[^>]+?) -->\n(?<body>.*?)<!-- end table -->", RegexOptions.Singleline)]
+    private static partial Regex Table();
+
+    /// <summary>The page with each of its data tables made again from its file.</summary>
+    public static string Regenerate(string page, string text) => Table().Replace(text, m =>
+    {
+        string file = Path.Combine(Path.GetDirectoryName(page)!, m.Groups["file"].Value);
+        var columns = m.Groups["columns"].Value.Split(',').Select(c => c.Trim()).Select(c =>
+        {
+            int at = c.IndexOf(" as ", StringComparison.Ordinal);
+            return at < 0 ? (Field: c, Header: c) : (Field: c[..at], Header: c[(at + 4)..]);
+        }).ToArray();
+        var table = new StringBuilder();
+        table.Append("| ").AppendJoin(" | ", columns.Select(c => c.Header)).Append(" |\n");
+        table.Append("| ").AppendJoin(" | ", columns.Select(_ => "---")).Append(" |\n");
+        foreach (string line in File.ReadLines(file).Where(l => l.Length > 0))
+        {
+            using var row = JsonDocument.Parse(line);
+            table.Append("| ").AppendJoin(" | ", columns.Select(c => Cell(row.RootElement, c.Field))).Append(" |\n");
+        }
+        return $"<!-- table {m.Groups["file"].Value}: {m.Groups["columns"].Value} -->\n{table}<!-- end table -->";
+    });
+
+    static string Cell(JsonElement row, string field) =>
+        !row.TryGetProperty(field, out var value) ? "-" : value.ValueKind switch
+        {
+            JsonValueKind.Null => "-",
+            JsonValueKind.String => value.GetString()!.Replace("|", "\\|"),
+            JsonValueKind.Number => value.GetDouble().ToString("#,0.###", CultureInfo.InvariantCulture),
+            _ => value.GetRawText(),
+        };
+}
