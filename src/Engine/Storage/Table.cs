@@ -334,25 +334,45 @@ public sealed unsafe class Table
         long key = Key(row), probe = Probe(key);
         int slot = Home(key);
         var spin = new SpinWait();
-        while (true)
+        bool waited = false;
+        try
         {
-            long entry = Volatile.Read(ref _slots[slot]);
-            if (entry == 0)
+            while (true)
             {
-                if (Interlocked.CompareExchange(ref _slots[slot], probe | DarkBit | (row + 1L), 0) == 0) return slot;
-                continue; // lost the slot to another insert: look at what it put there
+                long entry = Volatile.Read(ref _slots[slot]);
+                if (entry == 0)
+                {
+                    if (Interlocked.CompareExchange(ref _slots[slot], probe | DarkBit | (row + 1L), 0) == 0) return slot;
+                    continue; // lost the slot to another insert: look at what it put there
+                }
+                if (HoldsOrClaims(entry, probe, key))
+                {
+                    if ((entry & DarkBit) == 0) return -1;
+                    if (waiter is null) return ClaimedByAnother;
+                    if (waiter.GivingUp) return GaveUp;
+                    if (!waited)
+                    {
+                        waited = true;
+                        Interlocked.Increment(ref _claimWaiters);
+                    }
+                    Spin.Once(ref spin); // another attempt's claim: wait for its commit or abort
+                    continue;
+                }
+                slot = slot + 1 == _slots.Length ? 0 : slot + 1;
             }
-            if (HoldsOrClaims(entry, probe, key))
-            {
-                if ((entry & DarkBit) == 0) return -1;
-                if (waiter is null) return ClaimedByAnother;
-                if (waiter.GivingUp) return GaveUp;
-                Spin.Once(ref spin); // another attempt's claim: wait for its commit or abort
-                continue;
-            }
-            slot = slot + 1 == _slots.Length ? 0 : slot + 1;
+        }
+        finally
+        {
+            if (waited) Interlocked.Decrement(ref _claimWaiters);
         }
     }
+
+    int _claimWaiters;
+
+    /// <summary>How many inserts are waiting in <see cref="Claim"/> for another attempt's claim of
+    /// their key: each ends when that attempt commits or aborts, or when the waiter gives up (the
+    /// front door's fuzzer holds a claim until they have all ended).</summary>
+    internal int ClaimWaiters => Volatile.Read(ref _claimWaiters);
 
     /// <summary>Commits a <see cref="Claim"/>: the row becomes reachable by its key, whole.</summary>
     internal void Reveal(int slot)

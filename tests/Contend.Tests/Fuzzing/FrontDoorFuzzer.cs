@@ -48,7 +48,9 @@ public static class FrontDoorFuzzer
     /// reason, or by exception), so that a run can show it reached every kind of ending.</summary>
     public static async Task Run(FrontDoorCase c, FuzzTally? tally = null)
     {
-        var bank = new FuzzBank(c);
+        // Only where every wait ends at the deadline: a batch protocol runs a drawn transaction to its end.
+        bool hold = c.DeadlineMs is not null && ProtocolRegistry.TryFind(c.Protocol, out var descriptor) && descriptor.Kind == ProtocolKind.PerTransaction;
+        var bank = new FuzzBank(c, holdClaims: hold);
         var options = new EngineOptions
         {
             Protocol = c.Protocol, Workers = c.Workers, RecordHistory = true, Name = "fuzz",
@@ -58,6 +60,7 @@ public static class FrontDoorFuzzer
         var engine = new ContendEngine(bank.Db, options);
         await Drive(c.Calls, call => call.CancelAfterMs, (call, cancel) => Call(engine, bank, call, cancel), c.DisposeAfter, engine, async (calls, disposed) =>
         {
+            if (bank.HeldTooLong is { } held) throw new FuzzViolation($"a wait for another insert's claim did not end at its deadline: {held}");
             for (int i = 0; i < calls.Length; i++)
             {
                 Allowed(c, i, calls[i], disposed);

@@ -16,9 +16,22 @@ public sealed class FuzzBank
     public int Accounts { get; }
     public int LoadedEntries { get; }
     readonly TxnProgram[] _programs;
+    readonly bool _holdClaims;
+    string? _heldTooLong;
 
-    public FuzzBank(FrontDoorCase c)
+    /// <summary>How long a slow post holds its claim for inserts that wait for it, at most.</summary>
+    public static TimeSpan HoldLimit => FrontDoorFuzzer.Bound / 4;
+
+    /// <summary>What a slow post saw when the inserts waiting for its claim did not give up
+    /// within <see cref="HoldLimit"/>, though every one had a deadline; null if they always did.</summary>
+    public string? HeldTooLong => Volatile.Read(ref _heldTooLong);
+
+    /// <param name="holdClaims">a slow post's second insert keeps its transaction's claims until
+    /// no insert waits for a claim: every wait must end at its deadline (the case has one, and a
+    /// per-transaction protocol gives up wherever it waits), or the hold outlasts its limit</param>
+    public FuzzBank(FrontDoorCase c, bool holdClaims = false)
     {
+        _holdClaims = holdClaims;
         Accounts = c.Accounts;
         LoadedEntries = c.LoadedEntries;
         Db = new Database();
@@ -96,9 +109,28 @@ public sealed class FuzzBank
         .Insert("second", "ledger", KeySource.FromArg(2), (row, args, _) =>
         {
             Slow(args[3], args[2]); // claimed in key order: the lower key's claim is held meanwhile
+            if (_holdClaims && args[3] == FuzzMode.Slow) HoldWhileClaimsAwaited(args);
             return Fill(row, args[2]);
         }, "touch")
         .Build();
+
+    /// <summary>Spins while any insert waits for a claim (this post's lower key's, or another's),
+    /// up to <see cref="HoldLimit"/>: with a deadline on every call, those waits must end by
+    /// themselves, whatever holds the claims they wait for.</summary>
+    void HoldWhileClaimsAwaited(ReadOnlySpan<long> args)
+    {
+        var clock = System.Diagnostics.Stopwatch.StartNew();
+        while (Ledger.ClaimWaiters > 0)
+        {
+            if (clock.Elapsed > HoldLimit)
+            {
+                Interlocked.CompareExchange(ref _heldTooLong,
+                    $"post({string.Join(", ", args[..4].ToArray())}) held its claims {HoldLimit.TotalSeconds} s while {Ledger.ClaimWaiters} insert(s) still waited for a claim, though every call had a deadline", null);
+                return;
+            }
+            Thread.SpinWait(100);
+        }
+    }
 
     static long Fill(Span<byte> row, long key)
     {
