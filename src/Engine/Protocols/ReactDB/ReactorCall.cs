@@ -37,7 +37,7 @@ public sealed class ReactorFunction
     public override string ToString() => Name;
 }
 
-/// <summary>Unwinds a function's logic once its root has failed (D9); the engine catches it.
+/// <summary>Unwinds a function's logic once its root has failed; the engine catches it.
 /// Logic that catches it anyway changes nothing: the root still aborts.</summary>
 public sealed class RootAbortedException : Exception
 {
@@ -54,7 +54,7 @@ public sealed class RootAbortedException : Exception
 /// only when its logic has ended and every sub-transaction it called has completed (Algorithm 1
 /// line 16), whether or not the logic awaited them.
 /// </summary>
-/// <remarks>The paper's context is used by one flow of control (D3). Logic that runs two flows
+/// <remarks>The paper's context is used by one flow of control. Logic that runs two flows
 /// at once (two calls awaited together, each followed by more reads and writes) may: each read,
 /// write and call holds the root's context in this container while it runs, so the flows take
 /// turns at whole steps. A flow that goes on after the function has returned is the logic's bug:
