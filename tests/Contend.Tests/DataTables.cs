@@ -8,11 +8,12 @@ namespace Contend.Tests;
 /// <summary>
 /// The tables of the docs that are made from committed data: between
 /// <c>&lt;!-- table FILE: field, field as Header, ... --&gt;</c> and <c>&lt;!-- end table --&gt;</c>,
-/// one row per line of the NDJSON file (its path relative to the page), one column per field.
+/// one row per line of the NDJSON file (its path relative to the page; <c>FILE@last</c>: only the
+/// lines of its last line's commit), one column per field.
 /// </summary>
 internal static partial class DataTables
 {
-    [GeneratedRegex(@"<!-- table (?<file>[\w./-]+): (?<columns>[^>]+?) -->\n(?<body>.*?)<!-- end table -->", RegexOptions.Singleline)]
+    [GeneratedRegex(@"<!-- table (?<file>[\w./-]+)(?<last>@last)?: (?<columns>[^>]+?) -->\n(?<body>.*?)<!-- end table -->", RegexOptions.Singleline)]
     private static partial Regex Table();
 
     /// <summary>The page with each of its data tables made again from its file.</summary>
@@ -27,12 +28,16 @@ internal static partial class DataTables
         var table = new StringBuilder();
         table.Append("| ").AppendJoin(" | ", columns.Select(c => c.Header)).Append(" |\n");
         table.Append("| ").AppendJoin(" | ", columns.Select(_ => "---")).Append(" |\n");
-        foreach (string line in File.ReadLines(file).Where(l => l.Length > 0))
+        var rows = File.ReadLines(file).Where(l => l.Length > 0).Select(l => JsonDocument.Parse(l).RootElement).ToList();
+        // @last: only the rows of the file's last commit (a run appends many rows at once).
+        if (m.Groups["last"].Success && rows.Count > 0)
         {
-            using var row = JsonDocument.Parse(line);
-            table.Append("| ").AppendJoin(" | ", columns.Select(c => Cell(row.RootElement, c.Field))).Append(" |\n");
+            string commit = rows[^1].GetProperty("commit").GetString()!;
+            rows = rows.Where(r => r.GetProperty("commit").GetString() == commit).ToList();
         }
-        return $"<!-- table {m.Groups["file"].Value}: {m.Groups["columns"].Value} -->\n{table}<!-- end table -->";
+        foreach (var row in rows)
+            table.Append("| ").AppendJoin(" | ", columns.Select(c => Cell(row, c.Field))).Append(" |\n");
+        return $"<!-- table {m.Groups["file"].Value}{m.Groups["last"].Value}: {m.Groups["columns"].Value} -->\n{table}<!-- end table -->";
     });
 
     static string Cell(JsonElement row, string field) =>
