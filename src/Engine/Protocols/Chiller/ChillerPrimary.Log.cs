@@ -1,4 +1,3 @@
-using System.Diagnostics;
 using Contend.Engine.Cluster;
 using Contend.Engine.History;
 using Contend.Engine.Programs;

@@ -1,7 +1,6 @@
 using System.Diagnostics;
 using Contend.Engine.Cluster;
 using Contend.Engine.History;
-using Contend.Engine.Programs;
 using Contend.Engine.Protocols.TwoPhaseLocking;
 using Contend.Engine.Runtime;
 using Contend.Engine.Storage;

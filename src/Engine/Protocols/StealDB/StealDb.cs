@@ -1,13 +1,10 @@
 using System.Diagnostics.CodeAnalysis;
 using System.Diagnostics;
-using System.Numerics;
 using System.Runtime.CompilerServices;
-using System.Runtime.ExceptionServices;
 using System.Runtime.InteropServices;
 using Contend.Engine.History;
 using Contend.Engine.Locks;
 using Contend.Engine.Programs;
-using Contend.Engine.Protocols.TwoPhaseLocking;
 using Contend.Engine.Runtime;
 using Contend.Engine.Storage;
 

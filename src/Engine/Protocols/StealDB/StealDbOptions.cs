@@ -15,7 +15,7 @@ public sealed record StealDbOptions(int WaitThreshold = 1 << 14, int MaxNesting 
     public const int DeepestNesting = 64;
 
     internal static readonly ProtocolKnobs CommandLine = new(
-        [new("--wait-threshold", "idle rounds of a lock wait before it aborts (the deadlock detector's last resort)", new StealDbOptions().WaitThreshold),
+        [ProtocolKnob.WaitThreshold(new StealDbOptions().WaitThreshold),
          new("--max-nesting", "how deep stolen ops may nest (0: waiters only wait)", new StealDbOptions().MaxNesting)],
         value => new StealDbOptions((int)value("--wait-threshold"), (int)value("--max-nesting")));
 
