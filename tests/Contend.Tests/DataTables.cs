@@ -28,7 +28,12 @@ internal static partial class DataTables
         var table = new StringBuilder();
         table.Append("| ").AppendJoin(" | ", columns.Select(c => c.Header)).Append(" |\n");
         table.Append("| ").AppendJoin(" | ", columns.Select(_ => "---")).Append(" |\n");
-        var rows = File.ReadLines(file).Where(l => l.Length > 0).Select(l => JsonDocument.Parse(l).RootElement).ToList();
+        // Cloned, so that each line's document goes back to the pool once read.
+        var rows = File.ReadLines(file).Where(l => l.Length > 0).Select(l =>
+        {
+            using var line = JsonDocument.Parse(l);
+            return line.RootElement.Clone();
+        }).ToList();
         // @last: only the rows of the file's last commit (a run appends many rows at once).
         if (m.Groups["last"].Success && rows.Count > 0)
         {

@@ -23,7 +23,12 @@ public abstract record ProtocolOptions
 /// <param name="Description">what it sets, in words that fit every protocol taking it</param>
 /// <param name="Default">its value when it is not given: an <see cref="int"/>, a <see cref="double"/>,
 /// or false for a switch (a <see cref="bool"/> that giving the flag turns on)</param>
-internal sealed record ProtocolKnob(string Flag, string Description, object Default);
+internal sealed record ProtocolKnob(string Flag, string Description, object Default)
+{
+    /// <summary>The queue locks' wait threshold, one knob of every protocol that waits on them (Mcs, the StealDB family).</summary>
+    public static ProtocolKnob WaitThreshold(int @default) =>
+        new("--wait-threshold", "idle rounds of a lock wait before it aborts (the deadlock detector's last resort)", @default);
+}
 
 /// <summary>What a command line needs of an options record: its knobs, and the record made from
 /// their values (each one given, or its <see cref="ProtocolKnob.Default"/>).</summary>

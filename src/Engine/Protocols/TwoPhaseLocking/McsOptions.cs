@@ -14,7 +14,7 @@ namespace Contend.Engine.Protocols.TwoPhaseLocking;
 public sealed record McsOptions(int WaitThreshold = 1 << 14, bool GiveUpQueuedNodes = false) : ProtocolOptions
 {
     internal static readonly ProtocolKnobs CommandLine = new(
-        [new("--wait-threshold", "idle rounds of a lock wait before it aborts (the deadlock detector's last resort)", new McsOptions().WaitThreshold),
+        [ProtocolKnob.WaitThreshold(new McsOptions().WaitThreshold),
          new("--give-up-nodes", "an aborting transaction gives its queued lock request up instead of waiting for it to be woken (GiveUpQueuedNodes)", false)],
         value => new McsOptions((int)value("--wait-threshold"), (bool)value("--give-up-nodes")));
 
