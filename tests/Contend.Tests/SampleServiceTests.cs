@@ -93,4 +93,45 @@ public partial class SampleServiceTests
         Assert.True(verdict.Success, log);
         Assert.Equal(transfers + audits + 1, long.Parse(verdict.Groups[1].Value)); // every commit of the run, the last audit too
     }
+    /// <summary>The bank made durable by its configuration: transfers, an audit the client reads,
+    /// then SIGKILL; started again on the same directory, it shows the client the same balances.</summary>
+    [Fact]
+    public async Task ADurableBankShowsTheSameBalancesAfterItIsKilled()
+    {
+        string directory = Path.Combine(Path.GetTempPath(), $"contend-bank-{Guid.NewGuid():N}");
+        string[] args = ["--urls", "http://127.0.0.1:0", "--Contend:Protocol=NoWait", "--Contend:Pin=false", "--Contend:Durability=Durable",
+                         $"--Contend:DataDirectory={directory}", "--Contend:EpochLength=00:00:00.005", $"--Bank:Accounts={Accounts}", $"--Bank:Opening={Opening}"];
+        try
+        {
+            Audit before;
+            using (var service = SampleProcess.Start("Bank", args))
+            {
+                using var http = new HttpClient { BaseAddress = new Uri(await service.Url.WaitAsync(Patience)), Timeout = Patience };
+                await Task.WhenAll(Enumerable.Range(0, 4).Select(c => Task.Run(async () =>
+                {
+                    var rng = new Random(c);
+                    for (int i = 0; i < 50; i++)
+                    {
+                        int from = rng.Next(Accounts), to = (from + 1 + rng.Next(Accounts - 1)) % Accounts;
+                        using var response = await http.PostAsJsonAsync("/transfers", new { from, to, amount = 1 + rng.Next(400) });
+                        Assert.True(response.StatusCode is HttpStatusCode.OK or HttpStatusCode.Conflict, $"{response.StatusCode}: {await response.Content.ReadAsStringAsync()}");
+                    }
+                }))).WaitAsync(Patience);
+                before = (await http.GetFromJsonAsync<Audit>("/audit"))!;
+                Assert.Equal(Accounts * Opening, before.Total);
+                Assert.NotEqual(Enumerable.Repeat((long)Opening, Accounts), before.Balances);
+            } // disposed while running: SIGKILL
+            using (var service = SampleProcess.Start("Bank", args))
+            {
+                using var http = new HttpClient { BaseAddress = new Uri(await service.Url.WaitAsync(Patience)), Timeout = Patience };
+                var after = (await http.GetFromJsonAsync<Audit>("/audit"))!;
+                Assert.Equal(before.Balances, after.Balances);
+                Assert.Contains("recovered", service.Stop(Patience));
+            }
+        }
+        finally
+        {
+            if (Directory.Exists(directory)) Directory.Delete(directory, recursive: true);
+        }
+    }
 }

@@ -27,6 +27,12 @@ internal static partial class EngineLog
     [LoggerMessage(7, LogLevel.Warning, "Contend engine '{Engine}': {Reason}")]
     public static partial void Oversubscribed(ILogger logger, string engine, string reason);
 
+    [LoggerMessage(9, LogLevel.Information, "Contend engine '{Engine}' opened {Directory}: recovered {Transactions} commits from its log, durable epoch {Epoch}, {Rows} rows checkpointed, in {Milliseconds} ms")]
+    public static partial void Recovered(ILogger logger, string engine, string directory, long transactions, long epoch, long rows, long milliseconds);
+
+    [LoggerMessage(10, LogLevel.Warning, "Contend engine '{Engine}' opened {Directory}: {Where}")]
+    public static partial void RecoveryStopped(ILogger logger, string engine, string directory, string where);
+
     [LoggerMessage(8, LogLevel.Critical, "Contend ReactDB engine '{Engine}': an executor thread of container {Container} failed; the engine refuses every root from now on")]
     public static partial void ExecutorFailed(ILogger logger, Exception error, string engine, int container);
 }

@@ -47,6 +47,16 @@ internal sealed class EngineMetrics
 
     readonly object _gate = new();
     readonly List<Tracked> _live = [];
+    readonly Counter<long> _recovered = null!;
+    readonly Histogram<double> _recoveryDuration = null!;
+
+    /// <summary>A durable engine's recovery, tagged with its workload.</summary>
+    public void Recovered(string workload, Durability.RecoveryReport report)
+    {
+        var tag = new KeyValuePair<string, object?>("contend.workload", workload);
+        _recovered.Add(report.Transactions, tag);
+        _recoveryDuration.Record(report.Elapsed.TotalSeconds, tag);
+    }
     /// <summary>The final counts of ended runs, per protocol and workload.</summary>
     readonly Dictionary<(string Protocol, string Workload), WorkerStats> _ended = [];
     static readonly AbortReason[] s_reasons = Enum.GetValues<AbortReason>().Where(r => r != AbortReason.None).ToArray();
@@ -69,6 +79,10 @@ internal sealed class EngineMetrics
 
     EngineMetrics(Meter meter)
     {
+        _recovered = meter.CreateCounter<long>("contend.recovery.transactions", "{transaction}",
+                                               "commits a durable engine replayed from its log when it opened its directory");
+        _recoveryDuration = meter.CreateHistogram<double>("contend.recovery.duration", "s",
+                                                          "how long a durable engine took to open its directory, recover and write its checkpoint");
         meter.CreateObservableCounter("contend.transactions.committed", Committed, "{transaction}",
                                         "transactions committed, counted from each run's measured phase");
         meter.CreateObservableCounter("contend.transactions.aborted", Aborted, "{transaction}",

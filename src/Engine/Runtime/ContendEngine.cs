@@ -2,6 +2,7 @@ using System.Collections.Concurrent;
 using System.Diagnostics;
 using System.Diagnostics.Metrics;
 using Contend.Engine.Diagnostics;
+using Contend.Engine.Durability;
 using Contend.Engine.History;
 using Contend.Engine.Programs;
 using Contend.Engine.Protocols;
@@ -81,6 +82,9 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
     /// <summary><see cref="EngineOptions.Deadline"/> in Stopwatch ticks; 0: none.</summary>
     readonly long _deadlineTicks;
     readonly int _maxAttempts;
+    /// <summary>A durable engine's directory, its log and what it recovered; null: in memory.</summary>
+    readonly DirectoryRecovery.Opened? _durable;
+    int _logStopped;
 
     /// <summary>The name of the engine's meter (<see cref="System.Diagnostics.Metrics"/>) and of its
     /// activity source (<see cref="System.Diagnostics.ActivitySource"/>), for OpenTelemetry's
@@ -119,16 +123,34 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
         options = options with { Protocol = ProtocolRegistry.Find(options.Protocol).Name };
         _options = options;
         _protocol = ProtocolRegistry.Create(options.Protocol,
-            new ProtocolSetup(db, options.Workers, options.ProtocolOptions) { Mutants = mutants is EngineMutants ? null : mutants });
+            new ProtocolSetup(db, options.Workers, options.ProtocolOptions) { Mutants = mutants is EngineMutants or DurabilityMutants ? null : mutants });
         db.Claim(options.Name);
         _db = db;
+        var metrics = meters is null ? EngineMetrics.Default : EngineMetrics.For(meters);
+        _log = logger ?? NullLogger.Instance;
+        if (options.Durability == DurabilityMode.Durable)
+        {
+            var storage = options.Storage ?? new DiskStorage(Path.GetFullPath(options.DataDirectory!));
+            try
+            {
+                _durable = DirectoryRecovery.Open(storage, db, options.Name, options.Workers, options.Loggers ?? Math.Max(1, (options.Workers + 7) / 8),
+                                         options.EpochLength, FailFromLog, mutants is DurabilityMutants ? mutants : null);
+            }
+            catch
+            {
+                db.Release();
+                throw;
+            }
+            var report = _durable.Report;
+            EngineLog.Recovered(_log, options.Name, storage.Where, report.Transactions, report.Epoch, report.Rows, (long)report.Elapsed.TotalMilliseconds);
+            if (report.StoppedAt is { } stopped) EngineLog.RecoveryStopped(_log, options.Name, storage.Where, stopped);
+            metrics.Recovered(options.Name, report);
+        }
         _taskRequests = taskRequests;
         _giveBack = _pool.Enqueue;
-        _log = logger ?? NullLogger.Instance;
         _deadlineTicks = options.Deadline is { } deadline ? Math.Max(1, (long)(deadline.TotalSeconds * Stopwatch.Frequency)) : 0;
         _maxAttempts = options.MaxAttempts ?? int.MaxValue;
-        _workers = new EmbeddedWorkers(_protocol, options.Workers, options.RecordHistory, options.Name,
-                                       meters is null ? EngineMetrics.Default : EngineMetrics.For(meters));
+        _workers = new EmbeddedWorkers(_protocol, options.Workers, options.RecordHistory, options.Name, metrics);
         _lostWakeup = new(mutants, EngineMutants.LostWakeup);
         _closeWithoutWait = new(mutants, EngineMutants.CloseWithoutWait);
         _room = new SemaphoreSlim(options.QueueCapacity, options.QueueCapacity);
@@ -136,7 +158,7 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
         var source = new Submissions(this);
         for (int w = 0; w < options.Workers; w++)
         {
-            var ctx = new TxnContext(w, _workers.Recorder);
+            var ctx = new TxnContext(w, _workers.Recorder) { Log = _durable?.Log.For(w) };
             var stats = _workers.Stats[w];
             ulong rng = Rng.Seed(0xE9_61E5, w);
             Action serve = _protocol is IBatchProtocol batch
@@ -145,6 +167,7 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
             int core = options.Pin ? Affinity.NextCore() : -1, worker = w;
             new Thread(() => Serve(serve, worker, core)) { IsBackground = true, Name = $"contend-{options.Name}-{w}" }.Start();
         }
+        _durable?.Log.Start();
         EngineLog.Started(_log, options.Name, options.Protocol, options.Workers, options.QueueCapacity);
         if (Affinity.Oversubscribed(options.Workers, "workers") is { } crowded) EngineLog.Oversubscribed(_log, options.Name, crowded);
     }
@@ -166,6 +189,10 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
             throw new ArgumentException($"protocol {_options.Protocol} cannot run it: {why}", nameof(program));
         Volatile.Write(ref program.CheckedFor, _protocol);
     }
+
+    /// <summary>What a durable engine recovered from its directory when it opened; null for an
+    /// engine in memory (<see cref="DurabilityMode.None"/>).</summary>
+    public RecoveryReport? Recovery => _durable?.Report;
 
     /// <summary>The protocol the workers run.</summary>
     internal IProtocol Protocol => _protocol;
@@ -316,6 +343,7 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
         if (Interlocked.Exchange(ref _disposed, 1) != 0) return;
         StopWorkers();
         await _exited.Task.ConfigureAwait(false);
+        StopLog();
         Release();
     }
 
@@ -335,6 +363,23 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
         StopWorkers();
         lock (_gate)
             while (Volatile.Read(ref _live) > 0) Monitor.Wait(_gate);
+        StopLog();
+    }
+
+    /// <summary>Once the workers are out: their last commits made durable and answered, the log's
+    /// threads stopped.</summary>
+    void StopLog()
+    {
+        if (_durable is null || Interlocked.Exchange(ref _logStopped, 1) != 0) return;
+        _durable.Log.Stop();
+    }
+
+    /// <summary>The log could not be made durable: the engine fails as when a worker dies.</summary>
+    void FailFromLog(Exception error)
+    {
+        if (Interlocked.CompareExchange(ref _failure, error, null) is null) EngineLog.EngineFailed(_log, error, _options.Name);
+        _control.Fail();
+        Wake();
     }
 
     void StopWorkers()
@@ -350,6 +395,7 @@ public sealed class ContendEngine : IAsyncDisposable, IDisposable
         var counts = Counts();
         EngineLog.Stopped(_log, _options.Name, counts.Committed, counts.UserAborted, counts.ConflictAborts);
         _workers.Dispose();
+        _durable?.Claim.Dispose();
         _db.Release();
         _db.Dispose();
     }

@@ -10,7 +10,7 @@ namespace Contend.Engine.Runtime;
 /// through a batch as its <see cref="TxnContext.Tag"/>. A pooled one is reused once its caller
 /// has read its answer.
 /// </summary>
-internal sealed class EngineRequest
+internal sealed class EngineRequest : Durability.IDurableAnswer
 {
     readonly Answer<TxnOutcome> _answer;
     public TxnProgram Program = null!;
@@ -56,12 +56,42 @@ internal sealed class EngineRequest
     /// <summary>The caller's task.</summary>
     public ValueTask<TxnOutcome> Task => _answer.Task;
 
+    /// <summary>A commit's outcome while it waits for its epoch to be durable.</summary>
+    TxnOutcome _held;
+
     /// <summary>Ends the request with its outcome, copying a commit's op results first; runs no
-    /// caller code on this thread.</summary>
+    /// caller code on this thread. A durable engine's commit ends once its epoch is durable.</summary>
     public void Succeed(TxnContext ctx, TxnOutcome outcome)
     {
         if (Interlocked.Exchange(ref _ended, 1) != 0) return;
         if (outcome.Committed && !Results.IsEmpty) ctx.Results.AsSpan(0, Program.Ops.Length).CopyTo(Results.Span);
+        if (outcome.Committed && ctx.Log is { } log)
+        {
+            if (ctx.CommitEpoch <= 0)
+            {
+                // A protocol's commit that skipped its log step: never acknowledged, and the engine fails.
+                var error = new InvalidOperationException($"program {Program.Name} committed without its log step: a durable engine must not acknowledge it");
+                ((Durability.IDurableAnswer)this).Fail(error);
+                throw error;
+            }
+            _held = outcome;
+            log.Hold(ctx.CommitEpoch, this);
+            return;
+        }
+        Answer(outcome);
+    }
+
+    void Durability.IDurableAnswer.Acknowledge() => Answer(_held);
+
+    void Durability.IDurableAnswer.Fail(Exception error)
+    {
+        if (_traced) Trace(default, error);
+        Forget();
+        _answer.SetException(error);
+    }
+
+    void Answer(TxnOutcome outcome)
+    {
         if (_traced) Trace(outcome, null);
         Forget();
         _answer.SetResult(outcome);

@@ -90,6 +90,12 @@ internal sealed class TxnContext
 
     public HistoryRecorder? Recorder { get; }
 
+    /// <summary>The worker's share of a durable engine's log; null: nothing is logged.</summary>
+    internal Durability.WorkerLog? Log;
+
+    /// <summary>The epoch the attempt committed in, set by its log's commit step; 0 until then.</summary>
+    internal long CommitEpoch;
+
     /// <param name="accessCapacity">the most distinct rows an attempt may touch</param>
     /// <param name="bufferBytes">room for the attempt's copies or images</param>
     public TxnContext(int worker, HistoryRecorder? recorder, int accessCapacity = MaxOps, int bufferBytes = 64 * 1024)
@@ -157,6 +163,7 @@ internal sealed class TxnContext
         InsertRowsMade = 0;
         Duplicate = null;
         BufferUsed = 0;
+        CommitEpoch = 0;
     }
 
     public int FindAccess(int table, int row)

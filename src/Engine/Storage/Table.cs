@@ -144,6 +144,17 @@ public sealed unsafe class Table
     /// </summary>
     internal void EnsureStamps() => _stamps ??= new long[Capacity];
 
+    /// <summary>Gives every row a commit-id word, beside the rows as the stamps are: only a durable
+    /// engine orders its log by commit ids (Durability/EpochLog.cs), and the others' rows stay as
+    /// they are. 0: the row's value came with the checkpoint the engine started from, or was loaded.</summary>
+    internal void EnsureCommitIds() => _commitIds ??= new long[Capacity];
+
+    /// <summary>The commit id of the transaction whose write is the row's value (with
+    /// <see cref="EnsureCommitIds"/>).</summary>
+    internal ref long CommitId(int row) => ref _commitIds![row];
+
+    long[]? _commitIds;
+
     /// <summary>The row's stamp word (<see cref="EnsureStamps"/> first).</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     internal ref long Stamp(int row) => ref _stamps![row];

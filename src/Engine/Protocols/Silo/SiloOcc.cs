@@ -1,3 +1,4 @@
+using Contend.Engine.Durability;
 using Contend.Engine.History;
 using Contend.Engine.Runtime;
 using Contend.Engine.Storage;
@@ -219,9 +220,11 @@ internal sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
     /// <summary>Phase 3: install, and unlock by publishing the new version.</summary>
     protected override void Commit(TxnContext ctx)
     {
+        var state = State(ctx);
+        // Logged while the write set is locked, before anything of it is visible (proofs/Durability.md).
+        if (ctx.Log is { } log) ctx.CommitEpoch = log.Commit(ctx, Db, new Commits(ctx, Db, state));
         var history = ctx.Recorder is null ? null : new List<Access>(ctx.AccessCount + ctx.InsertCount);
         InsertSet.Commit(Db, ctx, history);
-        var state = State(ctx);
         if (history is not null) RecordAccesses(ctx, history, static (c, i) => State(c).Mode[i] == LockedByMe);
         for (int i = 0; i < ctx.AccessCount; i++)
         {
@@ -233,6 +236,17 @@ internal sealed class SiloOcc(ProtocolSetup setup) : OpByOpProtocol(setup)
             Volatile.Write(ref table.Word(row), ctx.TxnId);
         }
         if (history is not null) ctx.Recorder!.Commit(ctx, history);
+    }
+
+    /// <summary>The attempt's rows as the log sees them: the write set's new values are its copies.</summary>
+    readonly struct Commits(TxnContext ctx, Database db, SiloState state) : ICommitSet
+    {
+        public int Count => ctx.AccessCount;
+        public Table Table(int i) => db[ctx.AccessTable[i]];
+        public int Row(int i) => ctx.AccessRow[i];
+        public bool Holds(int i) => true;
+        public bool Written(int i) => state.Mode[i] == LockedByMe;
+        public ReadOnlySpan<byte> After(int i) => ctx.Buffer.AsSpan(state.Copy[i], db[ctx.AccessTable[i]].PayloadSize);
     }
 
     /// <summary>Gives back the inserts' keys and unlocks whatever phase 1 locked; the ops wrote

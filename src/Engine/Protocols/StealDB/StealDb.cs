@@ -2,6 +2,7 @@ using System.Diagnostics.CodeAnalysis;
 using System.Diagnostics;
 using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
+using Contend.Engine.Durability;
 using Contend.Engine.History;
 using Contend.Engine.Locks;
 using Contend.Engine.Programs;
@@ -294,6 +295,8 @@ internal sealed partial class StealDb : ITransactionProtocol
             }
             if (reason == AbortReason.None)
             {
+                // Logged while every lock is held, and before the inserts are revealed (proofs/Durability.md).
+                if (ctx.Log is { } log) ctx.CommitEpoch = log.Commit(ctx, _db, new Commits(s, n));
                 var history = ctx.Recorder is null ? null : new List<Access>(n);
                 InsertSet.Commit(_db, ctx, history);
                 if (history is not null)
@@ -321,6 +324,17 @@ internal sealed partial class StealDb : ITransactionProtocol
         }
         Trace?.Add(new(StealDbAction.OwnerDecide, ctx.TxnId, Ok: false));
         return false;
+    }
+
+    /// <summary>The transaction's rows as the log sees them: every op that holds its lock, written in place.</summary>
+    readonly struct Commits(Slot s, int ops) : ICommitSet
+    {
+        public int Count => ops;
+        public Table Table(int i) => s.Ops[i].Table;
+        public int Row(int i) => s.Ops[i].Row;
+        public bool Holds(int i) => s.Ops[i].Lock == Held;
+        public bool Written(int i) => s.Ops[i].Lock == Held && s.Ops[i].Wrote;
+        public ReadOnlySpan<byte> After(int i) => s.Ops[i].Table.Payload(s.Ops[i].Row);
     }
 
     /// <summary>OwnerRelease: unlock every held node, then each abandoned node once it is granted

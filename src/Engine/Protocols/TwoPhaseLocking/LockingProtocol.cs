@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using Contend.Engine.Durability;
 using Contend.Engine.History;
 using Contend.Engine.Locks;
 using Contend.Engine.Runtime;
@@ -138,9 +139,11 @@ internal abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(se
 
     protected override void Commit(TxnContext ctx)
     {
+        var state = State(ctx);
+        // Logged while every lock is held, and before the inserts are revealed (proofs/Durability.md).
+        if (ctx.Log is { } log) ctx.CommitEpoch = log.Commit(ctx, Db, new Commits(ctx, Db, state));
         var history = ctx.Recorder is null ? null : new List<Access>(ctx.AccessCount + ctx.InsertCount);
         InsertSet.Commit(Db, ctx, history);
-        var state = State(ctx);
         for (int i = 0; i < ctx.AccessCount; i++)
         {
             if (state.Image[i] != LockingState.NotWritten) Volatile.Write(ref Db[ctx.AccessTable[i]].Version(ctx.AccessRow[i]), ctx.TxnId);
@@ -151,6 +154,17 @@ internal abstract class LockingProtocol(ProtocolSetup setup) : OpByOpProtocol(se
             ctx.Recorder!.Commit(ctx, history);
         }
         ReleaseAll(ctx);
+    }
+
+    /// <summary>The attempt's rows as the log sees them: every access, written in place.</summary>
+    readonly struct Commits(TxnContext ctx, Database db, LockingState state) : ICommitSet
+    {
+        public int Count => ctx.AccessCount;
+        public Table Table(int i) => db[ctx.AccessTable[i]];
+        public int Row(int i) => ctx.AccessRow[i];
+        public bool Holds(int i) => true;
+        public bool Written(int i) => state.Image[i] != LockingState.NotWritten;
+        public ReadOnlySpan<byte> After(int i) => db[ctx.AccessTable[i]].Payload(ctx.AccessRow[i]);
     }
 
     protected override void Abort(TxnContext ctx)
