@@ -25,7 +25,9 @@ var deployment = new Option<string>("--deployment") { Description = "ReactDB: sy
 var beside = new Option<string?>("--beside") { Description = "another protocol through its front door (ContendEngine) on the same work in the same process, the two in turn in slices of 0.1 s, and their ratio: with --callers, or under ReactDB's ycsb run (the knobs are --protocol's; e.g. --protocol ReactDB --workload ycsb --beside Silo)" };
 var callers = new Option<int>("--callers") { Description = "run through ContendEngine.ExecuteAsync, a service's front door, with this many async callers (0: the worker pool)", DefaultValueFactory = _ => 0 };
 
-var run = new Command("run", "run one protocol on one workload and print a summary") { protocol, workloadName, threads, seconds, warmup, check, output, seed, noPin, callers, deployment, beside };
+var durable = new Option<string?>("--durable") { Description = "with --callers: the engine logs every commit to this directory (empty or new) and answers a call once its epoch is synced; an engine --beside stays in memory (--protocol X --durable DIR --beside X measures what durability costs)" };
+var epochLength = new Option<double>("--epoch-length") { Description = "with --durable: milliseconds between the log's syncs", DefaultValueFactory = _ => 20 };
+var run = new Command("run", "run one protocol on one workload and print a summary") { protocol, workloadName, threads, seconds, warmup, check, output, seed, noPin, callers, deployment, beside, durable, epochLength };
 protocolKnobs.AddTo(run);
 knobs.AddTo(run);
 run.SetAction(parse =>
@@ -42,15 +44,18 @@ run.SetAction(parse =>
     protocolOptions?.Validate(options.Threads); // bad knobs fail here, before any load
     RunRow row;
     int front = parse.GetValue(callers);
+    string? logDirectory = parse.GetValue(durable);
+    var epoch = TimeSpan.FromMilliseconds(parse.GetValue(epochLength));
+    if (logDirectory is not null && front is 0) throw new UsageException($"{durable.Name} runs through the front door: give --callers");
     if (parse.GetValue(beside) is { } other)
     {
         if (front is 0) throw new UsageException($"{beside.Name} runs both protocols through their front doors: give --callers");
         string otherName = BesideProtocol(other);
-        return PrintInTurn(new InTurn(InTurn.Slice, options).Run(seat => Runner.RunEmbedded(name, make, options, front, protocolOptions, seat),
+        return PrintInTurn(new InTurn(InTurn.Slice, options).Run(seat => Runner.RunEmbedded(name, make, options, front, protocolOptions, seat, logDirectory, epoch),
                                                                  seat => Runner.RunEmbedded(otherName, make, options, front, seat: seat)),
                            options, prefix);
     }
-    if (front is not 0) row = Runner.RunEmbedded(name, make, options, front, protocolOptions);
+    if (front is not 0) row = Runner.RunEmbedded(name, make, options, front, protocolOptions, durable: logDirectory, epochLength: epoch);
     else if (options.WarmupSeconds + options.Seconds > 3 && !Console.IsOutputRedirected)
     {
         RunRow? done = null;

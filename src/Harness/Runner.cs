@@ -73,9 +73,13 @@ internal static class Runner
     /// measured window.
     /// </summary>
     /// <param name="seat">its place in an <see cref="InTurn"/> measurement; null: measured alone</param>
+    /// <param name="durable">a durable engine, its log in this directory (which must be empty or
+    /// missing), syncing once an <paramref name="epochLength"/>; null: in memory</param>
     public static RunRow RunEmbedded(string protocolName, Func<IWorkload> makeWorkload, RunOptions options, int callers,
-                                     ProtocolOptions? protocolOptions = null, InTurn.Seat? seat = null)
+                                     ProtocolOptions? protocolOptions = null, InTurn.Seat? seat = null, string? durable = null, TimeSpan? epochLength = null)
     {
+        if (durable is not null && Directory.Exists(durable) && Directory.EnumerateFileSystemEntries(durable).Any())
+            throw new UsageException($"--durable {durable}: not empty; a run starts from its load, so give an empty or new directory");
         if (!ProtocolRegistry.TryFind(protocolName, out var descriptor))
             throw UnknownProtocol(protocolName);
         if (callers is < 1 or > 4096) throw new UsageException($"--callers {callers}: must be in 1..4096");
@@ -87,6 +91,8 @@ internal static class Runner
         {
             Protocol = protocolName, Workers = options.Threads, Pin = options.Pin, ProtocolOptions = protocolOptions,
             RecordHistory = options.RecordHistory, Name = workload.Name, QueueCapacity = Math.Max(1024, callers),
+            Durability = durable is null ? DurabilityMode.None : DurabilityMode.Durable, DataDirectory = durable,
+            EpochLength = epochLength ?? TimeSpan.FromMilliseconds(20),
         });
         var (total, measured, before, after) = MeasureCallers(callers, options, c =>
         {
@@ -104,7 +110,8 @@ internal static class Runner
         long[] aborts = after.Aborts.Zip(before.Aborts, (a, b) => a - b).ToArray(); // the measured window's
         SerializabilityChecker.Report? report = options.RecordHistory ? SerializabilityChecker.Check(engine.History()) : null;
         var protocolReport = descriptor.Report(engine.Protocol, options.Threads * (options.WarmupSeconds + measured));
-        return new RunRow(engine.Protocol.Name, workload.Name, $"{workload.Describe()}; through ContendEngine, {callers} async callers",
+        string mode = durable is null ? "" : $", durable (epoch {(epochLength ?? TimeSpan.FromMilliseconds(20)).TotalMilliseconds} ms, log in {durable})";
+        return new RunRow(engine.Protocol.Name + (durable is null ? "" : " durable"), workload.Name, $"{workload.Describe()}; through ContendEngine, {callers} async callers{mode}",
                           options.Threads, measured, total.Commits, total.Commits / measured,
                           conflicts / (double)Math.Max(1, total.Commits + total.UserAborts + conflicts), total.UserAborts, ByReason(aborts),
                           total.LatencyPercentileMicros(50), total.LatencyPercentileMicros(99),
