@@ -131,7 +131,7 @@ study.SetAction(parse =>
     return code;
 });
 
-var root = new RootCommand("contend: Contend's protocols on its workloads") { run, demo, study, ClusterCommand.Create() };
+var root = new RootCommand("contend: Contend's protocols on its workloads") { run, demo, study, ClusterCommand.Create(), CrashCommand.Create() };
 try
 {
     var parsed = root.Parse(args);
