@@ -26,8 +26,9 @@ var beside = new Option<string?>("--beside") { Description = "another protocol t
 var callers = new Option<int>("--callers") { Description = "run through ContendEngine.ExecuteAsync, a service's front door, with this many async callers (0: the worker pool)", DefaultValueFactory = _ => 0 };
 
 var durable = new Option<string?>("--durable") { Description = "with --callers: the engine logs every commit to this directory (empty or new) and answers a call once its epoch is synced; an engine --beside stays in memory (--protocol X --durable DIR --beside X measures what durability costs)" };
+var recover = new Option<bool>("--recover") { Description = "with --durable: after the run, open its directory again on a fresh load and report recovery's time" };
 var epochLength = new Option<double>("--epoch-length") { Description = "with --durable: milliseconds between the log's syncs", DefaultValueFactory = _ => 20 };
-var run = new Command("run", "run one protocol on one workload and print a summary") { protocol, workloadName, threads, seconds, warmup, check, output, seed, noPin, callers, deployment, beside, durable, epochLength };
+var run = new Command("run", "run one protocol on one workload and print a summary") { protocol, workloadName, threads, seconds, warmup, check, output, seed, noPin, callers, deployment, beside, durable, epochLength, recover };
 protocolKnobs.AddTo(run);
 knobs.AddTo(run);
 run.SetAction(parse =>
@@ -55,6 +56,8 @@ run.SetAction(parse =>
                                                                  seat => Runner.RunEmbedded(otherName, make, options, front, seat: seat)),
                            options, prefix);
     }
+    if (parse.GetValue(recover) && (logDirectory is null || parse.GetValue(beside) is not null))
+        throw new UsageException($"{recover.Name} reopens a --durable run's directory (without --beside)");
     if (front is not 0) row = Runner.RunEmbedded(name, make, options, front, protocolOptions, durable: logDirectory, epochLength: epoch);
     else if (options.WarmupSeconds + options.Seconds > 3 && !Console.IsOutputRedirected)
     {
@@ -71,6 +74,7 @@ run.SetAction(parse =>
     Print([row]);
     if (row.Detail is not null) Console.WriteLine(row.Detail);
     Console.WriteLine($"{row.Config}\ntables and indexes: {row.TableBytes / (1024.0 * 1024 * 1024):F2} GiB");
+    if (parse.GetValue(recover)) Console.WriteLine(Runner.Recover(make, logDirectory!, options.Threads));
     if (prefix is not null) Runner.Write(prefix, [row], Runner.Metadata(Environment.CommandLine, options.Seed));
     return row.Anomalies > 0 ? 1 : 0;
 });

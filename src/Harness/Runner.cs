@@ -119,6 +119,26 @@ internal static class Runner
                           Warnings([], aborts), tableBytes, protocolReport.Shares, protocolReport.Detail);
     }
 
+    /// <summary>Opens a durable run's directory again on a fresh load of its workload, as a restart
+    /// does, and says what recovery took: its time, and its rate against the log's size.</summary>
+    public static string Recover(Func<IWorkload> makeWorkload, string directory, int threads)
+    {
+        long logBytes = Directory.EnumerateFiles(directory, "log-*").Sum(f => new FileInfo(f).Length);
+        long checkpointBytes = new FileInfo(Path.Combine(directory, "checkpoint")).Length;
+        var db = new Database();
+        var load = Stopwatch.StartNew();
+        makeWorkload().Load(db);
+        var loaded = load.Elapsed;
+        using var engine = new ContendEngine(db, new EngineOptions
+        {
+            Workers = threads, Protocol = "NoWait", Durability = DurabilityMode.Durable, DataDirectory = directory, Name = "recovery",
+        });
+        var r = engine.Recovery!;
+        double seconds = r.Elapsed.TotalSeconds;
+        return $"recovery: the checkpoint ({checkpointBytes / 1e6:F1} MB) and {r.Transactions:N0} commits of the log ({logBytes / 1e6:F1} MB) to epoch {r.Epoch}, " +
+               $"then a checkpoint of {r.Rows:N0} rows, in {seconds:F2} s ({r.Transactions / seconds:N0} commits/s, {(logBytes + checkpointBytes) / 1e6 / seconds:F0} MB/s read); the load before it took {loaded.TotalSeconds:F2} s";
+    }
+
     /// <summary>
     /// Runs <paramref name="callers"/> async callers on the thread pool, each repeating its step
     /// (made by <paramref name="caller"/> for its index) until the run stops: for the warm-up, then
