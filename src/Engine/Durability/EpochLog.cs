@@ -128,14 +128,13 @@ internal sealed class EpochLog
         lock (_gate) return round >= _finalRound;
     }
 
-    /// <summary>Logger 0's wait for the next round; false once stopping (a last round then runs).</summary>
+    /// <summary>Logger 0's wait for the next round; false once stopping (a last round then runs).
+    /// A sleep, not a timed wait on the gate: Coyote controls the one and not the other, and a
+    /// stop waits at most an epoch for it.</summary>
     bool WaitForTick()
     {
-        lock (_gate)
-        {
-            if (!_stopping) Monitor.Wait(_gate, _epochMilliseconds);
-            return !_stopping;
-        }
+        Thread.Sleep(_epochMilliseconds);
+        lock (_gate) return !_stopping;
     }
 
     /// <summary>The other loggers' wait for a round after <paramref name="seen"/> (or the log's failure).</summary>
@@ -245,6 +244,13 @@ internal sealed class EpochLog
             }
             finally
             {
+                // What it took from its workers after another logger's failure failed the rest
+                // (a race Coyote found with two loggers) fails too: nothing is left unanswered.
+                if (log.Failure is { } failure)
+                {
+                    foreach (var w in workers) w.FailHeld(failure);
+                    FailWaiting(failure);
+                }
                 log.LoggerExited();
             }
         }

@@ -163,6 +163,20 @@ public class ReactDbTwoFlowsTests
     [InlineData(true)]
     public async Task WithoutTheStrandTwoFlowsAreInsideOneContextAtOnce(bool unguarded)
     {
+        // A root has one attempt, which may abort before its second flow writes; so the twin has
+        // up to ten roots to show two flows inside at once, and the guarded run up to ten to
+        // commit one (a root aborted for its shared context may end before it writes), none of
+        // them ever with two inside.
+        var roots = new List<(int Most, TxnOutcome Outcome)>();
+        while (roots.Count < 10 && !roots.Any(r => unguarded ? r.Most >= 2 : r.Outcome.Committed)) roots.Add(await MostInsideAtOnce(unguarded));
+        string seen = string.Join(", ", roots.Select(r => $"{r.Most} inside, {r.Outcome}"));
+        if (unguarded) Assert.True(roots.Any(r => r.Most == 2), seen);
+        else Assert.True(roots.All(r => r.Most <= 1) && roots.Any(r => r.Outcome.Committed && r.Most == 1), seen);
+    }
+
+    /// <summary>One root of the two flows: the most of them inside the context at once, and how it ended.</summary>
+    async Task<(int Most, TxnOutcome Outcome)> MostInsideAtOnce(bool unguarded)
+    {
         var deployment = Deployment();
         // One attempt: the twin's flows can lose an access set entry, and with it a lock that no
         // abort then releases, so a retry would meet that lock for ever.
@@ -179,8 +193,7 @@ public class ReactDbTwoFlowsTests
             return 0;
         });
         var result = await engine.ExecuteAsync(deployment.Reactors[0], function, default).AsTask().WaitAsync(TimeSpan.FromSeconds(60));
-        Assert.Equal(unguarded ? 2 : 1, most);
-        if (!unguarded) Assert.True(result.Outcome.Committed);
+        return (most, result.Outcome);
     }
 
     static void InterlockedMax(ref int target, int value)
