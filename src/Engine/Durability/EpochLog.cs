@@ -129,8 +129,8 @@ internal sealed class EpochLog
     }
 
     /// <summary>Logger 0's wait for the next round; false once stopping (a last round then runs).
-    /// A sleep, not a timed wait on the gate: Coyote controls the one and not the other, and a
-    /// stop waits at most an epoch for it.</summary>
+    /// A sleep, not a timed wait on the gate: under Coyote 1.7 the timed wait was reported as a
+    /// potential deadlock on the first schedule, the sleep is not; a stop waits at most an epoch.</summary>
     bool WaitForTick()
     {
         Thread.Sleep(_epochMilliseconds);

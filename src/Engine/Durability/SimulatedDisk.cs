@@ -28,6 +28,12 @@ internal sealed class SimulatedDisk(ulong seed) : ILogStorage
     /// <summary>Syncs still to fail with EIO, from the next one on.</summary>
     public int FailSyncs { get; set; }
 
+    /// <summary>Files whose name ends with this take <see cref="SlowSync"/> to sync: a disk one of
+    /// whose files lags the others, so one logger's sync is seen to end long before another's.</summary>
+    public string? SlowSuffix { get; set; }
+
+    public TimeSpan SlowSync { get; set; }
+
     /// <summary>Syncs that returned.</summary>
     public int Syncs { get; private set; }
 
@@ -116,6 +122,11 @@ internal sealed class SimulatedDisk(ulong seed) : ILogStorage
         lock (_gate) _files[name].Bytes[offset] ^= 0x10;
     }
 
+    string? NameOf(Contents contents)
+    {
+        lock (_gate) return _files.FirstOrDefault(p => ReferenceEquals(p.Value, contents)).Key;
+    }
+
     public int LengthOf(string name)
     {
         lock (_gate) return _files[name].Length;
@@ -158,6 +169,8 @@ internal sealed class SimulatedDisk(ulong seed) : ILogStorage
 
         public void Sync()
         {
+            if (disk.SlowSuffix is { } slow && disk.SlowSync > TimeSpan.Zero && disk.NameOf(contents)?.EndsWith(slow, StringComparison.Ordinal) == true)
+                Thread.Sleep(disk.SlowSync); // the bytes it syncs are those appended before the sleep ended
             lock (disk._gate)
             {
                 ThrowIfDead();

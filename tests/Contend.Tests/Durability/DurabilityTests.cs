@@ -156,10 +156,11 @@ public class DurabilityTests
     }
 
     /// <summary>One crash of <paramref name="protocol"/>'s engine with two loggers, a worker each,
-    /// then the check of what comes back; the error it finds, or null.</summary>
+    /// then the check of what comes back; the error it finds, or null. The second logger's file
+    /// syncs slowly, so the first logger's syncs end well before its own.</summary>
     static async Task<string?> CrashAndRecover(string protocol, ulong seed, int crashAt, DurabilityMutants mutant)
     {
-        var disk = new SimulatedDisk(seed);
+        var disk = new SimulatedDisk(seed) { SlowSuffix = "-001", SlowSync = TimeSpan.FromMilliseconds(5) };
         var (db, transfer) = Bank();
         var engine = new ContendEngine(db, Durable(protocol, disk, loggers: 2), mutants: mutant == DurabilityMutants.None ? null : mutant, taskRequests: false);
         string kept = "";
