@@ -148,26 +148,7 @@ internal static class CrashCommand
     static int Child(string protocol, string directory, string acknowledged, long firstId, int ledgerRows, int transfers)
     {
         var db = new Database();
-        var accounts = db.Create("account", sizeof(long), Accounts);
-        for (int a = 0; a < Accounts; a++) BinaryPrimitives.WriteInt64LittleEndian(accounts.Payload(accounts.Load(a)), Opening);
-        var ledger = db.Create("ledger", 3 * sizeof(long), ledgerRows);
-        var transfer = new ProgramBuilder("transfer", db, 4)
-            .Write("debit", "account", KeySource.FromArg(0), (row, args, _) =>
-            {
-                BinaryPrimitives.WriteInt64LittleEndian(row, BinaryPrimitives.ReadInt64LittleEndian(row) - args[2]);
-                return 0;
-            })
-            .Write("credit", "account", KeySource.FromArg(1), (row, args, _) =>
-            {
-                BinaryPrimitives.WriteInt64LittleEndian(row, BinaryPrimitives.ReadInt64LittleEndian(row) + args[2]);
-                return 0;
-            })
-            .Insert("record", "ledger", KeySource.FromArg(3), (row, args, _) =>
-            {
-                for (int i = 0; i < 3; i++) BinaryPrimitives.WriteInt64LittleEndian(row[(i * 8)..], args[i]);
-                return 0;
-            })
-            .Build();
+        var transfer = Bank(db, Accounts, Opening, ledgerRows);
         var engine = new ContendEngine(db, new EngineOptions
         {
             Protocol = protocol, Workers = 2, Name = "crashes", Durability = DurabilityMode.Durable, DataDirectory = directory,
@@ -196,6 +177,34 @@ internal static class CrashCommand
         lock (output) output.Flush();
         engine.Dispose();
         return 0;
+    }
+
+    /// <summary>The bank: <paramref name="accounts"/> accounts of <paramref name="opening"/> each,
+    /// and a transfer (args: from, to, amount, id) that debits one, credits another, and inserts a
+    /// ledger row keyed by the id that says so (from, to, amount): so what is recovered can be
+    /// checked against the ledger rows recovered.</summary>
+    internal static TxnProgram Bank(Database db, int accounts, long opening, int ledgerRows)
+    {
+        var table = db.Create("account", sizeof(long), accounts);
+        for (int a = 0; a < accounts; a++) BinaryPrimitives.WriteInt64LittleEndian(table.Payload(table.Load(a)), opening);
+        db.Create("ledger", 3 * sizeof(long), ledgerRows);
+        return new ProgramBuilder("transfer", db, 4)
+            .Write("debit", "account", KeySource.FromArg(0), (row, args, _) =>
+            {
+                BinaryPrimitives.WriteInt64LittleEndian(row, BinaryPrimitives.ReadInt64LittleEndian(row) - args[2]);
+                return 0;
+            })
+            .Write("credit", "account", KeySource.FromArg(1), (row, args, _) =>
+            {
+                BinaryPrimitives.WriteInt64LittleEndian(row, BinaryPrimitives.ReadInt64LittleEndian(row) + args[2]);
+                return 0;
+            })
+            .Insert("record", "ledger", KeySource.FromArg(3), (row, args, _) =>
+            {
+                for (int i = 0; i < 3; i++) BinaryPrimitives.WriteInt64LittleEndian(row[(i * 8)..], args[i]);
+                return 0;
+            })
+            .Build();
     }
 
     /// <summary>The recovered bank against the record of acknowledgements: in words, LOST or WRONG

@@ -83,12 +83,8 @@ internal sealed class EngineRequest : Durability.IDurableAnswer
 
     void Durability.IDurableAnswer.Acknowledge() => Answer(_held);
 
-    void Durability.IDurableAnswer.Fail(Exception error)
-    {
-        if (_traced) Trace(default, error);
-        Forget();
-        _answer.SetException(error);
-    }
+    /// <summary>A held commit's failure: its request was marked ended when it was held.</summary>
+    void Durability.IDurableAnswer.Fail(Exception error) => Raise(error);
 
     void Answer(TxnOutcome outcome)
     {
@@ -100,6 +96,11 @@ internal sealed class EngineRequest : Durability.IDurableAnswer
     public void Fail(Exception error)
     {
         if (Interlocked.Exchange(ref _ended, 1) != 0) return;
+        Raise(error);
+    }
+
+    void Raise(Exception error)
+    {
         if (_traced) Trace(default, error);
         Forget();
         _answer.SetException(error);

@@ -1,5 +1,3 @@
-using System.Diagnostics;
-
 namespace Contend.Tests.Durability;
 
 /// <summary>
@@ -11,23 +9,14 @@ namespace Contend.Tests.Durability;
 /// </summary>
 public class CrashTests
 {
-    static (int Code, string Out, string Err) Contend(params string[] args)
-    {
-        var start = new ProcessStartInfo("dotnet") { RedirectStandardOutput = true, RedirectStandardError = true };
-        start.ArgumentList.Add(Path.Combine(AppContext.BaseDirectory, "contend.dll"));
-        foreach (var a in args) start.ArgumentList.Add(a);
-        using var p = Process.Start(start)!;
-        var error = p.StandardError.ReadToEndAsync();
-        string output = p.StandardOutput.ReadToEnd();
-        Assert.True(p.WaitForExit(TimeSpan.FromMinutes(5)), "contend crashes did not end in 5 minutes");
-        return (p.ExitCode, output, error.Result);
-    }
+    static (int Code, string Output) Contend(params string[] args) =>
+        Processes.Run("dotnet", [Path.Combine(AppContext.BaseDirectory, "contend.dll"), .. args], Processes.Root, TimeSpan.FromMinutes(5));
 
     [Fact]
     public void KilledAgainAndAgainTheBankLosesNothingItAcknowledged()
     {
-        var (code, output, error) = Contend("crashes", "--rounds", "12", "--transfers", "5000", "--seed", "7");
-        Assert.True(code == 0, $"{output}\n{error}");
+        var (code, output) = Contend("crashes", "--rounds", "12", "--transfers", "5000", "--seed", "7");
+        Assert.True(code == 0, output);
         Assert.Contains("12 crashes", output);
         Assert.Contains("every one recovered", output);
         // Each round's child checked the record before it served; the kills came while calls were answered.
@@ -45,9 +34,9 @@ public class CrashTests
         File.WriteAllText(Path.Combine(directory, "something"), "");
         try
         {
-            var (code, _, error) = Contend("crashes", "--data", directory, "--rounds", "1");
+            var (code, output) = Contend("crashes", "--data", directory, "--rounds", "1");
             Assert.Equal(2, code);
-            Assert.Contains($"--data {directory}: not empty", error);
+            Assert.Contains($"--data {directory}: not empty", output);
         }
         finally
         {

@@ -18,32 +18,12 @@ public class DurabilityTests
 {
     const int Accounts = 8, Opening = 1_000, LedgerRows = 64 * 1024;
 
-    /// <summary>A transfer: debits one account, credits another, and inserts a ledger row keyed
-    /// by the transfer's id that says so (from, to, amount).</summary>
+    /// <summary>The harness's bank (<see cref="Harness.CrashCommand.Bank"/>): a transfer debits one
+    /// account, credits another, and inserts a ledger row keyed by the transfer's id.</summary>
     static (Database Db, TxnProgram Transfer) Bank()
     {
         var db = new Database();
-        var accounts = db.Create("account", sizeof(long), Accounts);
-        for (int a = 0; a < Accounts; a++) BinaryPrimitives.WriteInt64LittleEndian(accounts.Payload(accounts.Load(a)), Opening);
-        db.Create("ledger", 3 * sizeof(long), LedgerRows);
-        var transfer = new ProgramBuilder("transfer", db, 4)
-            .Write("debit", "account", KeySource.FromArg(0), (row, args, _) =>
-            {
-                BinaryPrimitives.WriteInt64LittleEndian(row, BinaryPrimitives.ReadInt64LittleEndian(row) - args[2]);
-                return 0;
-            })
-            .Write("credit", "account", KeySource.FromArg(1), (row, args, _) =>
-            {
-                BinaryPrimitives.WriteInt64LittleEndian(row, BinaryPrimitives.ReadInt64LittleEndian(row) + args[2]);
-                return 0;
-            })
-            .Insert("record", "ledger", KeySource.FromArg(3), (row, args, _) =>
-            {
-                for (int i = 0; i < 3; i++) BinaryPrimitives.WriteInt64LittleEndian(row[(i * 8)..], args[i]);
-                return 0;
-            })
-            .Build();
-        return (db, transfer);
+        return (db, Harness.CrashCommand.Bank(db, Accounts, Opening, LedgerRows));
     }
 
     public static TheoryData<string> Protocols() =>
